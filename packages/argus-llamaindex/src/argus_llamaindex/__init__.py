@@ -1,0 +1,3 @@
+"""argus for LlamaIndex (skeleton: the adapter lands with the framework-adapter work)."""
+
+__all__: list[str] = []
