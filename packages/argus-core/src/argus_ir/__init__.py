@@ -1,0 +1,40 @@
+"""argus: find and fix retrieval blind spots in dense retrievers.
+
+Importing this package is cheap: torch, transformers, xgboost and spaCy load only when a backend
+that needs them is used.
+"""
+
+from argus_ir.audit import AuditResult, AuditSettings, encode_entities, run_audit
+from argus_ir.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
+from argus_ir.errors import ArgusError, ArgusInputError, MissingExtraError, ProbeMismatchError
+from argus_ir.rps import (
+    Reliability,
+    expected_hits,
+    pair_stats,
+    sampled_hits,
+    split_half_reliability,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgusError",
+    "ArgusInputError",
+    "AuditData",
+    "AuditResult",
+    "AuditSettings",
+    "DropRecord",
+    "Entity",
+    "EntityGraph",
+    "LoadReport",
+    "MissingExtraError",
+    "ProbeMismatchError",
+    "Reliability",
+    "__version__",
+    "encode_entities",
+    "expected_hits",
+    "pair_stats",
+    "run_audit",
+    "sampled_hits",
+    "split_half_reliability",
+]

@@ -1,0 +1,132 @@
+"""Encoder: span pooling, character->token mapping, windowing, document vectors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from argus_ir.encoder import EncodedText, assign_tokens, plan_windows
+
+
+def _manual_states(encoder, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden states and offsets straight from the HF model (specials dropped)."""
+    import torch
+
+    tok = encoder.tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
+    offsets = tok.pop("offset_mapping")[0].numpy()
+    with torch.inference_mode():
+        hidden = encoder.model(**tok).last_hidden_state[0].numpy()
+    keep = offsets[:, 1] > offsets[:, 0]
+    return hidden[keep], offsets[keep]
+
+
+def test_span_pooling_is_the_mean_over_every_word_piece(minilm):
+    text = "Yesterday the Brahmaputra flooded Guwahati again."
+    start = text.index("Brahmaputra")
+    end = start + len("Brahmaputra")
+    enc = next(minilm.encode([text]))
+    hidden, offsets = _manual_states(minilm, text)
+    pieces = np.nonzero((offsets[:, 0] < end) & (offsets[:, 1] > start))[0]
+    assert pieces.size > 1, "the test needs a word split into several pieces"
+    np.testing.assert_allclose(enc.pool_span(start, end), hidden[pieces].mean(0), atol=1e-5)
+    # a different span must give a different vector (catches pooling over the wrong tokens)
+    other = enc.pool_span(text.index("Guwahati"), text.index("Guwahati") + 8)
+    assert not np.allclose(other, enc.pool_span(start, end))
+
+
+def test_document_vector_equals_sentence_transformers(minilm):
+    texts = ["Short one.", "A somewhat longer sentence about the river Danube and Vienna.", ""]
+    ours = minilm.embed_documents(texts)
+    ref = minilm.sentence_transformer.encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(ours, ref, atol=1e-5)
+
+
+def test_long_text_is_windowed_and_no_mention_is_lost(minilm):
+    words = [f"w{i}" for i in range(700)]
+    words[500] = "Kathmandu"
+    text = " ".join(words)
+    enc = next(minilm.encode([text]))
+    assert enc.n_windows > 1
+    start = text.index("Kathmandu")
+    vec = enc.pool_span(start, start + len("Kathmandu"))
+    assert vec.shape == (minilm.dim,) and np.isfinite(vec).all()
+    # the document vector is what the retriever indexes: its truncated first window
+    ref = minilm.sentence_transformer.encode([text], convert_to_numpy=True)[0]
+    np.testing.assert_allclose(enc.doc_vector, ref, atol=1e-5)
+
+
+def test_window_token_states_come_from_the_assigned_window(minilm):
+    small = dataclasses.replace(minilm.info, max_length=18)  # 16 content tokens per window
+    enc_small = type(minilm).__new__(type(minilm))
+    enc_small.__dict__.update(minilm.__dict__)
+    enc_small.info = small
+    text = " ".join(f"token{i}" for i in range(30))
+    enc = next(enc_small.encode([text]))
+    ids = minilm.tokenizer(text, add_special_tokens=False)["input_ids"]
+    windows = plan_windows(len(ids), 16)
+    win, pos = assign_tokens(len(ids), windows)
+    assert enc.n_windows == len(windows) > 1
+    for w_idx, w in enumerate(windows):
+        content, _ = enc_small._forward([ids[w.start : w.end]])
+        sel = np.nonzero(win == w_idx)[0]
+        np.testing.assert_allclose(enc.states[sel], content[0][pos[sel]], atol=1e-5)
+    # a mention straddling a window border still pools all its pieces
+    border = windows[1].start
+    start = int(enc.offsets[border - 1, 0])
+    end = int(enc.offsets[border + 1, 1])
+    t0, t1 = enc.token_span(start, end)
+    assert t0 <= border - 1 and t1 >= border + 2
+
+
+@pytest.mark.parametrize(
+    ("n", "width", "stride"), [(0, 4, None), (3, 4, None), (10, 4, 2), (101, 16, None), (50, 7, 7)]
+)
+def test_windows_cover_every_token(n, width, stride):
+    windows = plan_windows(n, width, stride)
+    covered = np.zeros(n, dtype=bool)
+    for w in windows:
+        assert 0 <= w.start <= w.end <= n and w.length <= width
+        covered[w.start : w.end] = True
+    assert covered.all()
+    win, pos = assign_tokens(n, windows)
+    for i in range(n):
+        w = windows[win[i]]
+        assert w.start + pos[i] == i
+
+
+_PIECES = [*"abcxyzABC éüßİı ", "\u0301", "\u0308", "🚀", "👍🏽", "中", "文", "\t", "\n", "ﬁ", "Å"]
+_UNICODE = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=30).map("".join)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_UNICODE, data=st.data())
+def test_char_to_token_mapping_on_unicode(minilm, text, data):
+    tok = minilm.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = np.asarray(tok["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    enc = EncodedText(text, offsets, np.zeros((len(offsets), 2), np.float32), np.zeros(2))
+    start = data.draw(st.integers(0, len(text) - 1))
+    end = data.draw(st.integers(start + 1, len(text)))
+    overlapping = [
+        i for i, (a, b) in enumerate(offsets.tolist()) if b > a and a < end and b > start
+    ]
+    if not overlapping:
+        with pytest.raises(ValueError, match="covers no token"):
+            enc.token_span(start, end)
+        return
+    t0, t1 = enc.token_span(start, end)
+    assert (t0, t1) == (overlapping[0], overlapping[-1] + 1)
+    assert (offsets[:, 0] <= offsets[:, 1]).all() and offsets.max(initial=0) <= len(text)
+
+
+def test_token_span_rejects_spans_outside_the_text():
+    enc = EncodedText("abc", np.array([[0, 3]]), np.zeros((1, 2), np.float32), np.zeros(2))
+    with pytest.raises(ValueError, match="not inside"):
+        enc.pool_span(2, 9)
+    with pytest.raises(ValueError, match="not inside"):
+        enc.pool_span(2, 2)
