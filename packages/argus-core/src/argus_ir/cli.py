@@ -1,0 +1,309 @@
+"""The ``argus`` command.
+
+argus demo                       # audit the embedded sample, train a probe, write the report
+argus audit --data shared --shared-data ../shared/data --model minilm --out runs/minilm
+argus train-probe --audit runs/minilm --k 10 --out runs/minilm/probe-k10
+argus report --audit runs/minilm --probe runs/minilm/probe-k10 --out runs/minilm/report
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from argus_ir.errors import ArgusError
+
+if TYPE_CHECKING:
+    from argus_ir.audit import AuditResult
+    from argus_ir.encoder import TokenEncoder
+    from argus_ir.entities import AuditData
+    from argus_ir.probes import ProbeTrainingResult
+
+__all__ = ["build_parser", "main"]
+
+logger = logging.getLogger("argus_ir")
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _common_encoder(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("retriever")
+    g.add_argument(
+        "--model",
+        default="minilm",
+        help="retriever to audit: 'minilm' (all-MiniLM-L6-v2, default), 'mpnet' "
+        "(all-mpnet-base-v2), a sentence-transformers model id or a local folder",
+    )
+    g.add_argument(
+        "--backend",
+        choices=("st", "transformers"),
+        default="st",
+        help="sentence-transformers (default) or plain transformers with mean pooling",
+    )
+    g.add_argument("--device", default=None, help="cpu, cuda, ... (default: automatic)")
+    g.add_argument("--batch-size", type=int, default=64, help="windows per forward pass")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``argus`` command."""
+    parser = argparse.ArgumentParser(
+        prog="argus",
+        description="Find retrieval blind spots: audit entity retrievability (RPS) under a dense "
+        "retriever, train probes that predict it from embeddings, and report.",
+        epilog="Start with `argus demo`. Each command has its own --help.",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "demo",
+        help="audit the embedded entity sample, train a probe and write the report",
+        description="Runs end to end on data shipped with argus (a few hundred Wikipedia "
+        "entities with T-REx relations) and the offline MiniLM retriever.",
+    )
+    p.add_argument("--out", type=Path, default=Path("argus-demo"), help="output folder")
+    p.add_argument("--k", type=int, default=10, help="top-k budget of the probe (default 10)")
+    p.add_argument("--n-neutrals", type=int, default=200, help="pool size N (default 200)")
+    _common_encoder(p)
+
+    p = sub.add_parser(
+        "audit",
+        help="compute RPS_k for every entity with related entities",
+        description="Encode each entity's paragraph once, pool its mention, and rank it for "
+        "each related entity against N-1 neutrals not linked to that entity (paper §3.2).",
+    )
+    p.add_argument(
+        "--data",
+        default="sample",
+        help="'sample' (embedded), 'shared' (the research KB + KGs, needs --shared-data) or an "
+        "entities file (JSONL/Parquet/CSV with id, label, paragraph) with --edges",
+    )
+    p.add_argument("--edges", type=Path, help="edges file (id pairs) for a user entities file")
+    p.add_argument("--shared-data", type=Path, help="folder with kb/ and kg/ (for --data shared)")
+    p.add_argument(
+        "--sources",
+        default="fb15k237,trex,codex",
+        help="KGs to join for --data shared (default: all three)",
+    )
+    p.add_argument(
+        "--max-degree", type=int, default=100, help="drop the edges of hub entities above this"
+    )
+    p.add_argument("--k", type=_ints, default=(5, 10, 20, 50), help="budgets, e.g. 5,10,20,50")
+    p.add_argument("--n-neutrals", type=int, default=800, help="pool size N (default 800)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", type=Path, help="vector cache folder (makes the audit resumable)")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--report", action="store_true", help="also write the report into OUT/report")
+    _common_encoder(p)
+
+    p = sub.add_parser(
+        "train-probe",
+        help="train probes that predict RPS from mention embeddings",
+        description="Sweeps Ridge, XGBoost and MLP probes (App. C.1), selects by validation RMSE "
+        "and saves the best with a JSON card.",
+    )
+    p.add_argument("--audit", type=Path, required=True, help="folder written by `argus audit`")
+    p.add_argument("--k", type=int, default=10, help="which audited k to learn")
+    p.add_argument(
+        "--label",
+        choices=("empirical", "expected"),
+        default="empirical",
+        help="empirical RPS (sampled pools, the paper's) or its exact expectation",
+    )
+    p.add_argument("--families", default="ridge,xgboost,mlp", help="probe families to sweep")
+    p.add_argument("--budget", choices=("tiny", "cpu", "full"), default="cpu", help="sweep size")
+    p.add_argument("--tau", type=float, default=0.3, help="flagging threshold recorded in the card")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, required=True, help="probe folder to write")
+    p.add_argument("--report", type=Path, help="also write the report (with calibration) here")
+
+    p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
+    p.add_argument("--audit", type=Path, required=True)
+    p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
+    p.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def _load_data(args: argparse.Namespace) -> AuditData:
+    if args.data == "sample":
+        from argus_ir.sample import load_sample
+
+        return load_sample()
+    if args.data == "shared":
+        from argus_ir.shared_data import load_shared
+
+        if args.shared_data is None:
+            raise ArgusError("--data shared needs --shared-data PATH (the folder with kb/ and kg/)")
+        sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
+        return load_shared(args.shared_data, sources=sources, max_degree=args.max_degree)
+    from argus_ir.loaders import load_user_data
+
+    if args.edges is None:
+        raise ArgusError(f"--data {args.data} is an entities file; pass its relations with --edges")
+    return load_user_data(args.data, args.edges, max_degree=args.max_degree)
+
+
+def _encoder(args: argparse.Namespace) -> TokenEncoder:
+    from argus_ir.encoder import load_encoder
+
+    return load_encoder(
+        args.model, backend=args.backend, device=args.device, batch_size=args.batch_size
+    )
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from argus_ir.audit import AuditSettings, run_audit
+
+    data = _load_data(args)
+    print(data.report.summary(), file=sys.stderr)
+    settings = AuditSettings(
+        ks=tuple(sorted(set(args.k))), n_neutrals=args.n_neutrals, seed=args.seed
+    )
+    result = run_audit(
+        data, _encoder(args), settings, cache_dir=args.cache, show_progress=not args.quiet
+    )
+    result.save(args.out)
+    print(f"audit of {len(result.ids)} targets written to {args.out}")
+    if args.report:
+        from argus_ir.report import write_report
+
+        print(f"report: {write_report(result, args.out / 'report')}")
+    return 0
+
+
+def _train(audit: AuditResult, args: argparse.Namespace, out: Path) -> ProbeTrainingResult:
+    from argus_ir.probes import train_probe
+
+    families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    result = train_probe(
+        audit.vectors,
+        audit.label(args.k, args.label),
+        audit.ids,
+        families=families,
+        budget=args.budget,
+        seed=args.seed,
+        show_progress=not args.quiet,
+        card_fields={
+            "retriever_id": audit.encoder.retriever_id,
+            "pooling": audit.encoder.pooling,
+            "dim": audit.encoder.dim,
+            "k": args.k,
+            "n_neutrals": audit.settings.n_neutrals,
+            "tau": args.tau,
+            "label_kind": args.label,
+            "data_fingerprint": audit.data_fingerprint,
+        },
+    )
+    result.probe.save(out)
+    return result
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from argus_ir.audit import AuditResult
+
+    audit = AuditResult.load(args.audit)
+    result = _train(audit, args, args.out)
+    m = result.probe.card.metrics["test"]
+    print(
+        f"best probe: {result.probe.card.family}  test RMSE {m['rmse']:.3f}  "
+        f"Pearson {m['pearson']:.3f}  tercile accuracy {m['accuracy']:.3f}  -> {args.out}"
+    )
+    if args.report:
+        from argus_ir.report import write_report
+
+        print(f"report: {write_report(audit, args.report, probe=result)}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from argus_ir.audit import AuditResult
+    from argus_ir.report import write_report
+
+    audit = AuditResult.load(args.audit)
+    probe = None
+    if args.probe is not None:
+        from argus_ir.probes import ProbeTrainingResult
+
+        probe = ProbeTrainingResult.from_saved(args.probe, audit)
+    print(f"report: {write_report(audit, args.out, probe=probe)}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from argus_ir.audit import AuditSettings, run_audit
+    from argus_ir.report import write_report
+    from argus_ir.sample import load_sample
+
+    data = load_sample()
+    print(f"[1/3] embedded sample: {data.report.summary().splitlines()[0]}", file=sys.stderr)
+    ks = tuple(sorted({5, args.k, 20}))
+    settings = AuditSettings(
+        ks=ks,
+        n_neutrals=args.n_neutrals,
+        n_grid=tuple(n for n in (25, 50, 100, 200, 400) if n >= max(ks)),
+        k_grid=tuple(k for k in (1, 5, 10, 20, 50) if k <= args.n_neutrals),
+    )
+    audit = run_audit(data, _encoder(args), settings, show_progress=not args.quiet)
+    audit.save(args.out / "audit")
+    print(f"[2/3] audited {len(audit.ids)} entities -> {args.out / 'audit'}", file=sys.stderr)
+    args.label, args.families, args.budget, args.tau, args.seed = (
+        "expected",
+        "ridge,xgboost",
+        "tiny",
+        0.3,
+        0,
+    )
+    result = _train(audit, args, args.out / "probe")
+    m = result.probe.card.metrics["test"]
+    print(
+        f"[3/3] probe {result.probe.card.family}: test Pearson {m['pearson']:.3f}, "
+        f"tercile accuracy {m['accuracy']:.3f} -> {args.out / 'probe'}",
+        file=sys.stderr,
+    )
+    report = write_report(audit, args.out / "report", probe=result)
+    print(f"report: {report}")
+    return 0
+
+
+_COMMANDS = {
+    "demo": _cmd_demo,
+    "audit": _cmd_audit,
+    "train-probe": _cmd_train,
+    "report": _cmd_report,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``argus`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return _COMMANDS[args.command](args)
+    except (ArgusError, ValueError, FileNotFoundError) as exc:
+        print(f"argus {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
