@@ -82,8 +82,12 @@ class LoadReport:
         """Count of dropped records per reason."""
         return dict(Counter(d.reason for d in self.dropped))
 
-    def summary(self) -> str:
-        """A few lines a user can read: grounding counts, drops by reason, edges per source."""
+    def summary(self, examples: int = 3) -> str:
+        """A few lines a user can read: grounding counts, drops by reason, edges per source.
+
+        Each drop reason names its first ``examples`` records (id and file/line) so a user can
+        find them.
+        """
         lines = [
             f"entities read: {self.n_input}",
             f"grounded by first occurrence: {self.grounded_match}",
@@ -93,7 +97,10 @@ class LoadReport:
         for name, count in self.sources:
             lines.append(f"  from {name}: {count}")
         for reason, count in sorted(self.dropped_by_reason().items()):
-            lines.append(f"dropped ({reason}): {count}")
+            shown = [d for d in self.dropped if d.reason == reason][:examples]
+            named = "; ".join(f"{d.id!r} ({d.where})" if d.where else repr(d.id) for d in shown)
+            more = ", ..." if count > len(shown) else ""
+            lines.append(f"dropped ({reason}): {count}" + (f", e.g. {named}{more}" if named else ""))
         return "\n".join(lines)
 
 

@@ -1,0 +1,253 @@
+"""The ``argus`` command: help a newcomer can follow, the real audit → probe → report path on a user
+corpus, and bad input that stops with a message naming the place and leaves nothing behind."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from argus_ir.cli import main
+
+COMMANDS = ("demo", "audit", "train-probe", "report")
+
+
+def _sample_records() -> tuple[list[dict], list[dict]]:
+    data = resources.files("argus_ir") / "data"
+    with gzip.open(data / "sample_entities.jsonl.gz", "rt", encoding="utf-8") as fh:
+        entities = [json.loads(line) for line in fh]
+    with gzip.open(data / "sample_edges.jsonl.gz", "rt", encoding="utf-8") as fh:
+        edges = [json.loads(line) for line in fh]
+    return entities, edges
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, Path]:
+    """A user corpus cut from the embedded sample: ~150 linked entities, edges as a CSV."""
+    entities, edges = _sample_records()
+    keep = {e["source"] for e in edges[:160]} | {e["target"] for e in edges[:160]}
+    folder = tmp_path_factory.mktemp("corpus")
+    ents = _write_jsonl(
+        folder / "entities.jsonl",
+        [
+            {"id": e["id"], "label": e["label"], "paragraph": e["text"]}
+            for e in entities
+            if e["id"] in keep
+        ],
+    )
+    rows = ["source,target"] + [f'"{e["source"]}","{e["target"]}"' for e in edges[:160]]
+    (folder / "edges.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return ents, folder / "edges.csv"
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command in text
+    assert "argus demo" in text
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    assert "--out" in capsys.readouterr().out
+
+
+def test_no_command_prints_help_and_fails(capsys):
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_audit_train_probe_and_report_on_a_user_corpus(corpus, tmp_path, capsys):
+    ents, edges = corpus
+    audit_dir, probe_dir, report_dir = tmp_path / "audit", tmp_path / "probe", tmp_path / "report"
+    base = ["--quiet"]
+    assert (
+        main(
+            [
+                *base,
+                "audit",
+                "--data",
+                str(ents),
+                "--edges",
+                str(edges),
+                "--k",
+                "5,10",
+                "--n-neutrals",
+                "60",
+                "--out",
+                str(audit_dir),
+            ]
+        )
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "entities read:" in err
+    table = pq.read_table(audit_dir / "entities.parquet").to_pydict()
+    assert {"rps_5", "rps_10", "expected_rps_5", "expected_rps_10"} <= set(table)
+    rps = np.asarray(table["rps_10"])
+    assert rps.size > 50 and ((rps >= 0) & (rps <= 1)).all()
+    assert (np.asarray(table["rps_10"]) >= np.asarray(table["rps_5"])).all()
+
+    args = ["train-probe", "--audit", str(audit_dir), "--k", "10", "--label", "expected"]
+    args += ["--families", "ridge", "--budget", "tiny", "--out", str(probe_dir)]
+    assert main([*base, *args]) == 0
+    card = json.loads((probe_dir / "card.json").read_text())
+    assert card["k"] == 10 and card["n_neutrals"] == 60 and card["label_kind"] == "expected"
+    assert card["retriever_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "best probe: ridge" in capsys.readouterr().out
+
+    assert (
+        main(
+            [
+                "report",
+                "--audit",
+                str(audit_dir),
+                "--probe",
+                str(probe_dir),
+                "--out",
+                str(report_dir),
+            ]
+        )
+        == 0
+    )
+    text = (report_dir / "report.md").read_text()
+    assert "Ridge (selected)" in text and "All Zero" in text
+    for png in ("rps_histogram", "fraction_vs_n", "fraction_vs_k", "lda_terciles", "calibration"):
+        assert (report_dir / f"{png}.png").stat().st_size > 1000
+
+
+def test_probe_from_other_data_is_refused_by_report(corpus, tmp_path, capsys):
+    ents, edges = corpus
+    common = ["--quiet", "audit", "--edges", str(edges), "--k", "10", "--n-neutrals", "40"]
+    assert main([*common, "--data", str(ents), "--out", str(tmp_path / "a")]) == 0
+    # the same corpus less its first ten entities is other data
+    rows = [json.loads(line) for line in ents.read_text().splitlines()][10:]
+    other = _write_jsonl(tmp_path / "other.jsonl", rows)
+    assert main([*common, "--data", str(other), "--out", str(tmp_path / "b")]) == 0
+    probe_args = ["--families", "ridge", "--budget", "tiny", "--label", "expected"]
+    assert (
+        main(
+            [
+                "--quiet",
+                "train-probe",
+                "--audit",
+                str(tmp_path / "a"),
+                *probe_args,
+                "--out",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    code = main(
+        [
+            "report",
+            "--audit",
+            str(tmp_path / "b"),
+            "--probe",
+            str(tmp_path / "p"),
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
+    assert code == 1
+    assert "was trained on data" in capsys.readouterr().err
+
+
+def _bad_corpus(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "ents.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _ok(i: int) -> str:
+    return json.dumps(
+        {
+            "id": f"Q{i}",
+            "label": f"Thing {i}",
+            "paragraph": f"Thing {i} is a thing of some renown in its home town.",
+        }
+    )
+
+
+def test_malformed_kb_line_names_file_and_line_and_writes_nothing(tmp_path, capsys):
+    ents = _bad_corpus(tmp_path, [_ok(1), _ok(2), '{"id": "Q3", "label": '])
+    edges = tmp_path / "edges.csv"
+    edges.write_text("Q1,Q2\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["audit", "--data", str(ents), "--edges", str(edges), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "ents.jsonl:3" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_dropped_records_are_named_in_the_audit_report(tmp_path, capsys):
+    lines = [_ok(i) for i in range(1, 40)]
+    lines.append(json.dumps({"id": "Q5", "label": "Again", "paragraph": "Again is a duplicate."}))
+    lines.append(json.dumps({"id": "Q77", "label": "Empty", "paragraph": ""}))
+    ents = _bad_corpus(tmp_path, lines)
+    edges = tmp_path / "edges.csv"
+    edges.write_text(
+        "".join(f"Q{i},Q{i + 1}\n" for i in range(1, 38)) + "Q1,Q404\n", encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    args = ["--quiet", "audit", "--data", str(ents), "--edges", str(edges), "--k", "5"]
+    code = main([*args, "--n-neutrals", "20", "--out", str(out)])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "dropped (duplicate id): 1, e.g. 'Q5' (" in err and "ents.jsonl:40" in err
+    assert "dropped (empty paragraph): 1, e.g. 'Q77'" in err
+    assert "'Q404'" in err  # the edge to an unknown id
+    # an entity without neighbours stays a candidate (a possible neutral) but is not a target
+    ids = pq.read_table(out / "entities.parquet").column("id").to_pylist()
+    assert "Q39" not in ids and "Q38" in ids and "Q77" not in ids
+
+
+def test_entities_without_any_neighbour_stop_the_audit(tmp_path, capsys):
+    ents = _bad_corpus(tmp_path, [_ok(i) for i in range(1, 5)])
+    edges = tmp_path / "edges.csv"
+    edges.write_text("Q1,Q99\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["audit", "--data", str(ents), "--edges", str(edges), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "no entity has a related entity, nothing to audit" in err
+    assert "dropped (unknown id): 1, e.g. 'Q99'" in err and "edges.csv:1" in err
+    assert not out.exists()
+
+
+def test_train_probe_on_a_k_that_was_not_audited(corpus, tmp_path, capsys):
+    ents, edges = corpus
+    audit = tmp_path / "audit"
+    args = ["--quiet", "audit", "--data", str(ents), "--edges", str(edges), "--k", "5"]
+    assert main([*args, "--n-neutrals", "30", "--out", str(audit)]) == 0
+    capsys.readouterr()
+    assert (
+        main(["train-probe", "--audit", str(audit), "--k", "10", "--out", str(tmp_path / "p")]) == 1
+    )
+    assert "this audit has k in [5], not 10" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
+
+
+def test_missing_audit_folder_is_a_clear_error(tmp_path, capsys):
+    assert (
+        main(["train-probe", "--audit", str(tmp_path / "nope"), "--out", str(tmp_path / "p")]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "nope" in err and "Traceback" not in err
