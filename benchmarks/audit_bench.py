@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import time
 from pathlib import Path
 
@@ -78,7 +79,8 @@ def main() -> None:
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    name = f"audit-{data.name}-{encoder.info.retriever_id.split('/')[-1]}.json"
+    stem = f"audit-{data.name}-{encoder.info.retriever_id.split('/')[-1]}"
+    name = re.sub(r"[^A-Za-z0-9.-]+", "-", stem) + ".json"
     (args.out / name).write_text(json.dumps(row, indent=2))
     print(json.dumps(row, indent=2))
     print(

@@ -386,3 +386,33 @@ def test_importing_probes_loads_no_backend():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- shipped probes --------------------------------------------------------------------------------
+
+
+def test_shipped_probes_load_and_beat_the_baselines_on_their_test_split():
+    from argus_ir.probes import load_shipped_probe, shipped_probes
+
+    found = {(p.retriever_id.split("/")[-1], p.k) for p in shipped_probes()}
+    assert found == {(m, k) for m in ("all-MiniLM-L6-v2", "all-mpnet-base-v2") for k in (10, 50)}
+    for alias, dim in (("minilm", 384), ("mpnet", 768)):
+        for k in (10, 50):
+            probe = load_shipped_probe(alias, k)
+            card = probe.card
+            assert card.dim == dim and card.k == k and card.n_neutrals == 800
+            test, base = card.metrics["test"], card.metrics["baselines"]
+            assert test["rmse"] < min(b["rmse"] for b in base.values())
+            assert test["pearson"] > 0.3
+            pred = probe.predict(np.random.default_rng(0).normal(size=(5, dim)).astype(np.float32))
+            assert pred.shape == (5,) and ((pred >= 0) & (pred <= 1)).all()
+
+
+def test_shipped_probe_refuses_another_retriever():
+    from argus_ir.probes import load_shipped_probe
+
+    probe = load_shipped_probe("mpnet", 10)
+    with pytest.raises(ProbeMismatchError, match=r"all-mpnet-base-v2"):
+        probe.check_compatible("sentence-transformers/all-MiniLM-L6-v2", 384, "span-mean")
+    with pytest.raises(ArgusInputError, match=r"no shipped probe .* k=7"):
+        load_shipped_probe("minilm", 7)

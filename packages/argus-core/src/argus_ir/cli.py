@@ -39,6 +39,18 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def _degree_cap(text: str) -> int | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'none', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"the degree cap must be at least 1, got {value}")
+    return value
+
+
 def _common_encoder(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("retriever")
     g.add_argument(
@@ -100,7 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="KGs to join for --data shared (default: all three)",
     )
     p.add_argument(
-        "--max-degree", type=int, default=100, help="drop the edges of hub entities above this"
+        "--max-degree",
+        type=_degree_cap,
+        default=100,
+        help="drop the edges of hub entities with more related entities than this "
+        "(default 100; 'none' keeps every edge)",
     )
     p.add_argument("--k", type=_ints, default=(5, 10, 20, 50), help="budgets, e.g. 5,10,20,50")
     p.add_argument("--n-neutrals", type=int, default=800, help="pool size N (default 800)")

@@ -100,7 +100,9 @@ class LoadReport:
             shown = [d for d in self.dropped if d.reason == reason][:examples]
             named = "; ".join(f"{d.id!r} ({d.where})" if d.where else repr(d.id) for d in shown)
             more = ", ..." if count > len(shown) else ""
-            lines.append(f"dropped ({reason}): {count}" + (f", e.g. {named}{more}" if named else ""))
+            lines.append(
+                f"dropped ({reason}): {count}" + (f", e.g. {named}{more}" if named else "")
+            )
         return "\n".join(lines)
 
 

@@ -226,7 +226,7 @@ def _fraction_plot(
             marker="_" if single else None,
             markersize=14,
             linewidth=1.0,
-            label="chance k/N",
+            label="chance RPS (k/N), for scale",
         )
     _integer_ticks(ax, x)
     ax.set_ylim(-0.02, 1.02)

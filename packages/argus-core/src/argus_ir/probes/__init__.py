@@ -23,6 +23,7 @@ from argus_ir.probes.metrics import (
 )
 from argus_ir.probes.mlp import MLPProbe
 from argus_ir.probes.ridge import RidgeProbe
+from argus_ir.probes.shipped import ShippedProbe, load_shipped_probe, shipped_probes
 from argus_ir.probes.sweep import BUDGETS, SweepConfig, SweepRow, resolve_families, sweep_configs
 from argus_ir.probes.train import EntitySplit, ProbeTrainingResult, split_by_entity, train_probe
 from argus_ir.probes.xgb import XGBoostProbe
@@ -39,6 +40,7 @@ __all__ = [
     "ProbeModel",
     "ProbeTrainingResult",
     "RidgeProbe",
+    "ShippedProbe",
     "SweepConfig",
     "SweepRow",
     "TrainedProbe",
@@ -46,9 +48,11 @@ __all__ = [
     "all_metrics",
     "baselines",
     "classification_metrics",
+    "load_shipped_probe",
     "model_class",
     "regression_metrics",
     "resolve_families",
+    "shipped_probes",
     "split_by_entity",
     "sweep_configs",
     "tercile_bands",
