@@ -33,3 +33,8 @@ def test_missing_extra_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "xgboost", None)
     with pytest.raises(MissingExtraError, match=r"argus-ir\[xgboost\]"):
         require("xgboost")
+
+
+def test_mention_module_loads_no_backend_until_used():
+    loaded = _modules_after("import argus_ir.mentions")
+    assert not [m for m in HEAVY if m in loaded]

