@@ -14,7 +14,7 @@ import pytest
 
 from argus_ir.cli import main
 
-COMMANDS = ("demo", "audit", "train-probe", "report")
+COMMANDS = ("demo", "audit", "train-probe", "report", "diagnose")
 
 
 def _sample_records() -> tuple[list[dict], list[dict]]:
@@ -251,3 +251,35 @@ def test_missing_audit_folder_is_a_clear_error(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "nope" in err and "Traceback" not in err
+
+
+def test_diagnose_lists_documents_with_blind_spots(tmp_path, capsys):
+    pytest.importorskip("spacy")
+    corpus = _write_jsonl(
+        tmp_path / "corpus.jsonl",
+        [
+            {"_id": "d1", "title": "", "text": "Humphrey Bogart once filmed a scene in Lucknow."},
+            {"_id": "d2", "title": "", "text": "Rain fell all day."},
+            {"_id": "d3", "title": "", "text": None},
+        ],
+    )
+    out = tmp_path / "diag.jsonl"
+    assert main(["--quiet", "diagnose", "--corpus", str(corpus), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "1 of 3 documents hold entities below tau = 0.3" in text
+    assert "d1: Humphrey Bogart (0." in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["d1", "d2", "d3"]
+    assert rows[0]["flagged"] == ["Humphrey Bogart"]
+    assert {e["surface"] for e in rows[0]["entities"]} == {"Humphrey Bogart", "Lucknow"}
+    assert rows[2] == {"id": "d3", "min_rps": 1.0, "flagged": [], "entities": []}
+
+
+def test_diagnose_refuses_duplicate_document_ids(tmp_path, capsys):
+    corpus = _write_jsonl(
+        tmp_path / "corpus.jsonl", [{"_id": "a", "text": "x"}, {"_id": "a", "text": "y"}]
+    )
+    out = tmp_path / "diag.jsonl"
+    assert main(["diagnose", "--corpus", str(corpus), "--out", str(out)]) == 1
+    assert "corpus.jsonl:2: duplicate document id 'a' (first at" in capsys.readouterr().err
+    assert not out.exists()

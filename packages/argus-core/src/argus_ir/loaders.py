@@ -32,7 +32,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,10 +44,12 @@ from argus_ir.grounding import ground
 
 __all__ = [
     "DEFAULT_MIN_CHARS",
+    "Document",
     "RawEdge",
     "RawEntity",
     "build_audit_data",
     "load_user_data",
+    "read_documents",
     "read_edges_file",
     "read_entities_file",
 ]
@@ -552,3 +554,53 @@ def load_user_data(
         return data
     sources = ((Path(edges_path).name, data.report.n_edges),)
     return replace(data, report=replace(data.report, sources=sources))
+
+
+@dataclass(frozen=True)
+class Document:
+    """A corpus document: id, text and where it was read (``file:line``)."""
+
+    id: str
+    text: str
+    where: str = ""
+
+
+def read_documents(
+    path: str | os.PathLike[str],
+    *,
+    id_fields: Sequence[str] = ("_id", "id"),
+    text_field: str = "text",
+) -> list[Document]:
+    """Read a corpus from JSONL (optionally ``.gz``; BEIR's ``corpus.jsonl`` works), Parquet or CSV.
+
+    The id comes from the first of ``id_fields`` a record has; the text from ``text_field``. A
+    ``null`` text is read as ``""`` (the document passes through with nothing to diagnose).
+
+    Raises:
+        ArgusInputError: The file is missing or malformed, a record lacks an id or has a non-string
+            text, or an id repeats (the message names file and line).
+    """
+    p = Path(path)
+    _check_exists(p)
+    _, rows = _entity_rows(p)
+    out: list[Document] = []
+    first_at: dict[str, str] = {}
+    for where, rec in rows:
+        key = next((f for f in id_fields if rec.get(f) not in (None, "")), None)
+        if key is None:
+            raise ArgusInputError(f"{where}: no document id (looked for {list(id_fields)})")
+        doc_id = _as_id(rec[key], key, where)
+        text = rec.get(text_field)
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise ArgusInputError(
+                f"{where}: {text_field!r} of document {doc_id!r} is {type(text).__name__}, not text"
+            )
+        if doc_id in first_at:
+            raise ArgusInputError(
+                f"{where}: duplicate document id {doc_id!r} (first at {first_at[doc_id]})"
+            )
+        first_at[doc_id] = where
+        out.append(Document(doc_id, text, where))
+    return out

@@ -1,0 +1,165 @@
+"""ARGUS diagnosis (paper §5): which entities in a document sit in a retrieval blind spot.
+
+For each document: find its entity mentions, run the retriever once over the document (windowed when
+long) to get every mention's span vector, let the probe predict RPS per mention, keep the minimum per
+surface form (a name is as hard to reach as its hardest mention), and flag the forms whose predicted
+RPS is below τ (default: the probe card's, 0.3 in the paper).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from argus_ir.encoder.base import TokenEncoder
+from argus_ir.errors import ArgusInputError
+from argus_ir.grounding import normalize
+from argus_ir.mentions import Mention, MentionExtractor
+from argus_ir.probes.artifact import TrainedProbe
+
+__all__ = ["Diagnoser", "Diagnosis", "EntityRisk"]
+
+
+@dataclass(frozen=True)
+class EntityRisk:
+    """One surface form in a document and its predicted retrievability.
+
+    Attributes:
+        surface: The surface form as first written in the document.
+        label: Its NER tag.
+        rps: Minimum predicted RPS over its mentions.
+        flagged: ``rps < tau``.
+        mentions: Every mention of the form (same normalised text), in document order.
+    """
+
+    surface: str
+    label: str
+    rps: float
+    flagged: bool
+    mentions: tuple[Mention, ...]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The diagnosis of one document.
+
+    Attributes:
+        doc_id: The document's id.
+        entities: One :class:`EntityRisk` per distinct surface form, in order of first mention.
+        tau: The threshold used.
+        doc_vector: The retriever's document vector (from the same forward pass).
+    """
+
+    doc_id: str
+    entities: tuple[EntityRisk, ...]
+    tau: float
+    doc_vector: np.ndarray = field(repr=False)
+
+    @property
+    def flagged(self) -> list[EntityRisk]:
+        """The surface forms below τ."""
+        return [e for e in self.entities if e.flagged]
+
+    @property
+    def min_rps(self) -> float:
+        """The lowest predicted RPS in the document (1.0 if it has no mention)."""
+        return min((e.rps for e in self.entities), default=1.0)
+
+
+class Diagnoser:
+    """Predicts per-mention RPS with a probe and flags blind-spot entities.
+
+    Args:
+        encoder: The retriever the probe was trained for.
+        probe: A trained probe; checked against the encoder (retriever, dim, pooling).
+        mentions: A mention backend (:class:`~argus_ir.mentions.SpacyMentions` or
+            :class:`~argus_ir.mentions.TransformersMentions`).
+        tau: Flagging threshold (default: the probe card's).
+
+    Raises:
+        ProbeMismatchError: The probe was trained for another retriever, dim or pooling.
+    """
+
+    def __init__(
+        self,
+        encoder: TokenEncoder,
+        probe: TrainedProbe,
+        mentions: MentionExtractor,
+        *,
+        tau: float | None = None,
+    ) -> None:
+        info = encoder.info
+        probe.check_compatible(info.retriever_id, info.dim, info.pooling)
+        self.encoder = encoder
+        self.probe = probe
+        self.mentions = mentions
+        self.tau = probe.card.tau if tau is None else float(tau)
+        if not 0.0 <= self.tau <= 1.0:
+            raise ArgusInputError(f"tau must lie in [0, 1], got {self.tau}")
+
+    def diagnose(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        show_progress: bool = False,
+    ) -> list[Diagnosis]:
+        """Diagnose documents (one NER pass and one encoder pass over each).
+
+        Args:
+            texts: Document texts (``""`` for a document without text).
+            ids: Document ids (default ``"0"``, ``"1"``, ...); must be unique.
+            show_progress: Progress bars for NER and encoding.
+
+        Raises:
+            ArgusInputError: A text is not a string (the message names its id), or ids repeat or
+                do not match the texts in number.
+        """
+        ids = [str(i) for i in range(len(texts))] if ids is None else [str(i) for i in ids]
+        if len(ids) != len(texts):
+            raise ArgusInputError(f"{len(texts)} texts but {len(ids)} ids")
+        seen: dict[str, int] = {}
+        for pos, doc_id in enumerate(ids):
+            if doc_id in seen:
+                raise ArgusInputError(
+                    f"duplicate document id {doc_id!r} (positions {seen[doc_id]} and {pos})"
+                )
+            seen[doc_id] = pos
+        for doc_id, text in zip(ids, texts):
+            if not isinstance(text, str):
+                raise ArgusInputError(
+                    f"document {doc_id!r}: text is {type(text).__name__}, not str"
+                )
+        found = self.mentions.extract(texts, show_progress=show_progress)
+        encoded = self.encoder.encode(texts, show_progress=show_progress)
+        out = []
+        for doc_id, mentions, enc in zip(ids, found, encoded):
+            if mentions:
+                X = np.stack([enc.pool_span(m.start, m.end) for m in mentions])
+                scores = self.probe.predict(X)
+            else:
+                scores = np.empty(0)
+            out.append(Diagnosis(doc_id, self._group(mentions, scores), self.tau, enc.doc_vector))
+        return out
+
+    def _group(self, mentions: list[Mention], scores: np.ndarray) -> tuple[EntityRisk, ...]:
+        """Minimum score per normalised surface form, in order of first mention."""
+        groups: dict[str, list[int]] = {}
+        for i, m in enumerate(mentions):
+            groups.setdefault(normalize(m.text), []).append(i)
+        risks = []
+        for members in groups.values():
+            rps = float(min(scores[i] for i in members))
+            first = mentions[members[0]]
+            risks.append(
+                EntityRisk(
+                    surface=first.text,
+                    label=first.label,
+                    rps=rps,
+                    flagged=rps < self.tau,
+                    mentions=tuple(mentions[i] for i in members),
+                )
+            )
+        return tuple(risks)
