@@ -1,0 +1,232 @@
+"""The reference KB that remedies draw support passages from (paper §5, App. D).
+
+A :class:`ReferenceKB` is a list of passages (title, text, optional short description) with a
+bm25s index over ``title + text``. For a flagged surface form, :meth:`ReferenceKB.lookup` returns
+the top ``k_aug`` passages (default 2, the paper's); lookups are cached per normalised form.
+
+Sources: the shipped default (10,033 Wikipedia lead paragraphs, CC BY-SA 4.0, see
+``argus_ir/data/KB_LICENSE.md``), a JSONL/Parquet/CSV file, or any iterable of passages. A KB saves
+to a folder (bm25s's own numpy/JSON files, never pickle, plus ``passages.jsonl`` and a JSON card)
+and loads back memory-mapped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.grounding import normalize
+
+__all__ = ["DEFAULT_K_AUG", "Passage", "ReferenceKB"]
+
+DEFAULT_K_AUG = 2
+FORMAT_VERSION = 1
+_CARD = "kb.json"
+_PASSAGES = "passages.jsonl"
+_INDEX = "bm25"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A KB passage.
+
+    Attributes:
+        id: Unique id (the title when the source has no id).
+        title: The article or entry title.
+        text: The passage text.
+        description: A short description (Wikidata's, where the KB has it), else ``""``.
+    """
+
+    id: str
+    title: str
+    text: str
+    description: str = ""
+
+
+def _tokenize(texts: list[str]) -> Any:
+    import bm25s
+
+    return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+
+
+class ReferenceKB:
+    """Passages with a BM25 index over title + text.
+
+    Build with :meth:`from_passages`, :meth:`from_file` or :meth:`default`; reload with :meth:`load`.
+    """
+
+    def __init__(self, passages: list[Passage], index: Any, fingerprint: str) -> None:
+        self.passages = passages
+        self.index = index
+        self.fingerprint = fingerprint
+        self._cache: dict[tuple[str, int], list[tuple[Passage, float]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    # -- building ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_passages(
+        cls, passages: Iterable[Passage], *, show_progress: bool = False
+    ) -> ReferenceKB:
+        """Index passages (ids must be unique, texts non-empty).
+
+        Raises:
+            ArgusInputError: No passage, a repeated id or an empty passage (named by id).
+        """
+        import bm25s
+
+        items = list(passages)
+        if not items:
+            raise ArgusInputError("the reference KB has no passage")
+        seen: set[str] = set()
+        digest = hashlib.sha256()
+        for p in items:
+            if p.id in seen:
+                raise ArgusInputError(f"duplicate KB passage id {p.id!r}")
+            if not (p.title.strip() or p.text.strip()):
+                raise ArgusInputError(f"KB passage {p.id!r} has neither title nor text")
+            seen.add(p.id)
+            digest.update(json.dumps(asdict(p), ensure_ascii=False).encode("utf-8"))
+        tokens = bm25s.tokenize(
+            [f"{p.title} {p.text}" for p in items], stopwords="en", show_progress=show_progress
+        )
+        index = bm25s.BM25()
+        index.index(tokens, show_progress=show_progress)
+        return cls(items, index, digest.hexdigest()[:16])
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        id_field: str = "id",
+        title_field: str = "title",
+        text_field: str = "text",
+        description_fields: tuple[str, ...] = ("description", "wikidata_description"),
+        show_progress: bool = False,
+    ) -> ReferenceKB:
+        """Read passages from JSONL (optionally ``.gz``), Parquet or CSV and index them.
+
+        A record needs ``text_field`` and ``title_field``; its id is ``id_field`` or, if absent, the
+        title.
+
+        Raises:
+            ArgusInputError: The file is missing or malformed, or a record lacks a field (the
+                message names the file and line).
+        """
+        from argus_ir.loaders import _check_exists, _entity_rows
+
+        p = Path(path)
+        _check_exists(p)
+        _, rows = _entity_rows(p)
+        passages = []
+        for where, rec in rows:
+            for f in (title_field, text_field):
+                if not isinstance(rec.get(f), str):
+                    raise ArgusInputError(f"{where}: KB record lacks a text {f!r} field")
+            desc = next((rec[f] for f in description_fields if isinstance(rec.get(f), str)), "")
+            pid = rec.get(id_field) or rec[title_field]
+            passages.append(Passage(str(pid), rec[title_field], rec[text_field], desc))
+        return cls.from_passages(passages, show_progress=show_progress)
+
+    @classmethod
+    def default(cls, *, show_progress: bool = False) -> ReferenceKB:
+        """The shipped KB: 10,033 Wikipedia lead paragraphs with Wikidata descriptions."""
+        data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
+        with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh]
+        return cls.from_passages(
+            (Passage(r["title"], r["title"], r["text"], r["description"]) for r in rows),
+            show_progress=show_progress,
+        )
+
+    # -- lookup -----------------------------------------------------------------------------------
+
+    def lookup(self, surface: str, k: int = DEFAULT_K_AUG) -> list[tuple[Passage, float]]:
+        """The top-``k`` passages for a surface form, best first, with their BM25 scores.
+
+        Passages that share no query term (score 0) are not returned, so a form the KB does not
+        know gives ``[]``. Results are cached per normalised form and ``k``.
+        """
+        if k < 1:
+            raise ArgusInputError(f"k must be at least 1, got {k}")
+        key = (normalize(surface), k)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        tokens = _tokenize([surface])
+        if not tokens.ids or not tokens.ids[0]:
+            result: list[tuple[Passage, float]] = []
+        else:
+            docs, scores = self.index.retrieve(
+                tokens, k=min(k, len(self.passages)), show_progress=False, n_threads=1
+            )
+            result = [
+                (self.passages[int(i)], float(s)) for i, s in zip(docs[0], scores[0]) if s > 0
+            ]
+        self._cache[key] = result
+        return result
+
+    # -- persistence ------------------------------------------------------------------------------
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the KB into ``folder`` (replaced as a whole; a failure leaves nothing new)."""
+        target = Path(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            self.index.save(str(tmp / _INDEX), show_progress=False)
+            with open(tmp / _PASSAGES, "w", encoding="utf-8") as fh:
+                for p in self.passages:
+                    fh.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+            card = {
+                "format_version": FORMAT_VERSION,
+                "n_passages": len(self.passages),
+                "fingerprint": self.fingerprint,
+                "tokenizer": "bm25s.tokenize(stopwords='en')",
+            }
+            (tmp / _CARD).write_text(json.dumps(card, indent=2), encoding="utf-8")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> ReferenceKB:
+        """Read a KB written by :meth:`save` (the index memory-mapped by default).
+
+        Raises:
+            ArgusInputError: The folder is not a KB folder, or is of a newer format.
+        """
+        import bm25s
+
+        src = Path(folder)
+        if not (src / _CARD).is_file():
+            raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
+        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+        if card.get("format_version", 0) > FORMAT_VERSION:
+            raise ArgusInputError(
+                f"{src} has KB format {card['format_version']}; this argus reads {FORMAT_VERSION}"
+            )
+        with open(src / _PASSAGES, encoding="utf-8") as fh:
+            passages = [Passage(**json.loads(line)) for line in fh]
+        if len(passages) != card["n_passages"]:
+            raise ArgusInputError(
+                f"{src}: {len(passages)} passages but the card says {card['n_passages']}"
+            )
+        index = bm25s.BM25.load(str(src / _INDEX), mmap=mmap, show_progress=False)
+        return cls(passages, index, card["fingerprint"])

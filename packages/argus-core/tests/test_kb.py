@@ -1,0 +1,111 @@
+"""Reference KB: BM25 scores against a hand computation, lookups, cache, persistence, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.kb import Passage, ReferenceKB
+
+PASSAGES = [
+    Passage(
+        "p1", "Niels Bohr", "Danish physicist who worked on atomic structure.", "Danish physicist"
+    ),
+    Passage("p2", "Copenhagen", "Capital city of Denmark, home of Bohr's institute."),
+    Passage("p3", "Lucknow", "Capital of the Indian state of Uttar Pradesh."),
+    Passage("p4", "Nile", "Major river flowing north through Egypt."),
+]
+
+
+@pytest.fixture(scope="module")
+def kb() -> ReferenceKB:
+    return ReferenceKB.from_passages(PASSAGES)
+
+
+def _lucene_bm25(term: str, docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> list[float]:
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs) / n
+    df = sum(term in d for d in docs)
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return [idf * d.count(term) / (d.count(term) + k1 * (1 - b + b * len(d) / avgdl)) for d in docs]
+
+
+def test_scores_match_a_hand_computed_bm25(kb):
+    import bm25s
+
+    docs = bm25s.tokenize(
+        [f"{p.title} {p.text}" for p in PASSAGES],
+        stopwords="en",
+        return_ids=False,
+        show_progress=False,
+    )
+    expected = _lucene_bm25("bohr", docs)
+    hits = kb.lookup("Bohr", k=4)
+    # p3 and p4 share no term and are not returned; the rest come best first
+    want = sorted(((s, p.id) for s, p in zip(expected, PASSAGES) if s > 0), reverse=True)
+    assert [p.id for p, _ in hits] == [pid for _, pid in want]
+    assert [s for _, s in hits] == pytest.approx([s for s, _ in want], rel=1e-5)
+
+
+def test_lookup_top_k_and_no_hit(kb):
+    assert [p.title for p, _ in kb.lookup("Niels Bohr")][0] == "Niels Bohr"
+    assert len(kb.lookup("Niels Bohr", k=1)) == 1
+    assert kb.lookup("Zanzibar") == []
+    assert kb.lookup("the") == []  # only a stopword: no query term at all
+    assert kb.lookup("") == []
+    with pytest.raises(ArgusInputError, match="k must be at least 1"):
+        kb.lookup("Nile", k=0)
+
+
+def test_lookups_are_cached_per_normalised_form(kb):
+    first = kb.lookup("Lucknow")
+    assert kb.lookup("  LUCKNOW ") is first
+
+
+def test_save_load_round_trip_without_pickle(kb, tmp_path):
+    folder = kb.save(tmp_path / "kb")
+    assert not [f for f in folder.rglob("*") if f.suffix in {".pkl", ".pickle"}]
+    again = ReferenceKB.load(folder)
+    assert again.fingerprint == kb.fingerprint and len(again) == len(kb)
+    for q in ("Niels Bohr", "capital", "river Egypt"):
+        assert [(p.id, round(s, 6)) for p, s in again.lookup(q)] == [
+            (p.id, round(s, 6)) for p, s in kb.lookup(q)
+        ]
+    assert again.passages[0].description == "Danish physicist"
+
+
+def test_bad_kb_input(tmp_path):
+    with pytest.raises(ArgusInputError, match="duplicate KB passage id 'p1'"):
+        ReferenceKB.from_passages([PASSAGES[0], PASSAGES[0]])
+    with pytest.raises(ArgusInputError, match="KB passage 'x' has neither title nor text"):
+        ReferenceKB.from_passages([Passage("x", " ", "")])
+    with pytest.raises(ArgusInputError, match="no passage"):
+        ReferenceKB.from_passages([])
+    bad = tmp_path / "kb.jsonl"
+    bad.write_text(json.dumps({"title": "A", "text": "a text"}) + "\n" + '{"title": "B"}\n')
+    with pytest.raises(ArgusInputError, match=r"kb\.jsonl:2: KB record lacks a text 'text' field"):
+        ReferenceKB.from_file(bad)
+    with pytest.raises(ArgusInputError, match="not a reference KB folder"):
+        ReferenceKB.load(tmp_path)
+
+
+def test_from_file_reads_descriptions(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    rows = [
+        {"title": p.title, "text": p.text, "wikidata_description": p.description} for p in PASSAGES
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kb = ReferenceKB.from_file(path)
+    assert kb.passages[0] == Passage(
+        "Niels Bohr", "Niels Bohr", PASSAGES[0].text, "Danish physicist"
+    )
+
+
+def test_default_kb_is_the_shipped_wikipedia_paragraphs():
+    kb = ReferenceKB.default()
+    assert len(kb) == 10_033
+    (top, _), *_ = kb.lookup("Niels Bohr")
+    assert top.title == "Niels Bohr" and top.description
