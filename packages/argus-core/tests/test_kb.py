@@ -51,7 +51,7 @@ def test_scores_match_a_hand_computed_bm25(kb):
 
 
 def test_lookup_top_k_and_no_hit(kb):
-    assert [p.title for p, _ in kb.lookup("Niels Bohr")][0] == "Niels Bohr"
+    assert kb.lookup("Niels Bohr")[0][0].title == "Niels Bohr"
     assert len(kb.lookup("Niels Bohr", k=1)) == 1
     assert kb.lookup("Zanzibar") == []
     assert kb.lookup("the") == []  # only a stopword: no query term at all
