@@ -109,3 +109,26 @@ def test_default_kb_is_the_shipped_wikipedia_paragraphs():
     assert len(kb) == 10_033
     (top, _), *_ = kb.lookup("Niels Bohr")
     assert top.title == "Niels Bohr" and top.description
+
+
+def test_the_passage_titled_with_the_form_comes_first():
+    passages = [
+        Passage("city", "Lucknow", "Lucknow is the capital of Uttar Pradesh, India. It is old."),
+        Passage("pact", "Lucknow Pact", "The Lucknow Pact was an agreement of 1916."),
+    ]
+    import bm25s
+
+    kb = ReferenceKB.from_passages(passages)
+    docs, scores = kb.index.retrieve(
+        bm25s.tokenize(["Lucknow"], stopwords="en", show_progress=False),
+        k=2,
+        show_progress=False,
+    )
+    bm25 = {passages[int(i)].id: float(s) for i, s in zip(docs[0], scores[0])}
+    assert bm25["pact"] > bm25["city"]  # plain BM25 prefers the shorter passage
+    hits = kb.lookup("lucknow", k=2)
+    assert [(p.id, round(s, 6)) for p, s in hits] == [
+        ("city", round(bm25["city"], 6)),
+        ("pact", round(bm25["pact"], 6)),
+    ]
+    assert [p.id for p, _ in kb.lookup("Lucknow", k=1)] == ["city"]

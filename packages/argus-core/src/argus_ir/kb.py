@@ -70,6 +70,9 @@ class ReferenceKB:
         self.index = index
         self.fingerprint = fingerprint
         self._cache: dict[tuple[str, int], list[tuple[Passage, float]]] = {}
+        self._by_title: dict[str, int] = {}
+        for i, p in enumerate(passages):
+            self._by_title.setdefault(normalize(p.title), i)
 
     def __len__(self) -> int:
         return len(self.passages)
@@ -157,8 +160,9 @@ class ReferenceKB:
     def lookup(self, surface: str, k: int = DEFAULT_K_AUG) -> list[tuple[Passage, float]]:
         """The top-``k`` passages for a surface form, best first, with their BM25 scores.
 
-        Passages that share no query term (score 0) are not returned, so a form the KB does not
-        know gives ``[]``. Results are cached per normalised form and ``k``.
+        A passage titled with the surface form itself (compared case- and whitespace-normalised)
+        comes first; the rest follow by BM25. Passages that share no query term (score 0) are not
+        returned, so a form the KB does not know gives ``[]``. Results are cached per normalised form and ``k``.
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
@@ -173,11 +177,27 @@ class ReferenceKB:
             docs, scores = self.index.retrieve(
                 tokens, k=min(k, len(self.passages)), show_progress=False, n_threads=1
             )
-            result = [
-                (self.passages[int(i)], float(s)) for i, s in zip(docs[0], scores[0]) if s > 0
-            ]
+            ranked = [(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]
+            titled = self._by_title.get(key[0])
+            if titled is not None:
+                # the passage titled with the surface form itself comes first
+                ranked = [(titled, self._score(tokens, titled))] + [
+                    r for r in ranked if r[0] != titled
+                ]
+            result = [(self.passages[i], s) for i, s in ranked[:k]]
         self._cache[key] = result
         return result
+
+    def _score(self, tokens: Any, i: int) -> float:
+        """BM25 score of passage ``i`` for a tokenised query."""
+        import numpy as np
+
+        mask = np.zeros(len(self.passages), dtype=np.float32)
+        mask[i] = 1.0
+        _, scores = self.index.retrieve(
+            tokens, k=1, show_progress=False, n_threads=1, weight_mask=mask
+        )
+        return float(scores[0][0])
 
     # -- persistence ------------------------------------------------------------------------------
 
