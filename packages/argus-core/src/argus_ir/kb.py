@@ -24,6 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from argus_ir.errors import ArgusInputError
 from argus_ir.grounding import normalize
 
@@ -190,8 +192,6 @@ class ReferenceKB:
 
     def _score(self, tokens: Any, i: int) -> float:
         """BM25 score of passage ``i`` for a tokenised query."""
-        import numpy as np
-
         mask = np.zeros(len(self.passages), dtype=np.float32)
         mask[i] = 1.0
         _, scores = self.index.retrieve(
