@@ -140,6 +140,9 @@ def _views_for(
         if not hits:
             stats.no_kb_hit += 1
             continue
+        if kind == "descriptor":
+            inserts.append((risk, hits[0][0]))
+            continue
         for passage, _ in hits:
             lineage = {
                 SOURCE_KEY: doc_id,
@@ -148,11 +151,8 @@ def _views_for(
                 "argus_kb_id": passage.id,
                 "argus_rps": round(risk.rps, 6),
             }
-            if kind == "expansion":
-                vid = view_id(doc_id, kind, risk.surface, passage.id, settings)
-                views.append(View(vid, f"{text}\n\n{passage.title}: {passage.text}", lineage))
-            else:
-                inserts.append((risk, passage))
+            vid = view_id(doc_id, kind, risk.surface, passage.id, settings)
+            views.append(View(vid, f"{text}\n\n{passage.title}: {passage.text}", lineage))
     if inserts:
         new = descriptor_text(text, inserts)
         entities = "|".join(r.surface for r, _ in inserts)
