@@ -7,6 +7,8 @@ that needs them is used.
 from argus_ir.audit import AuditResult, AuditSettings, encode_entities, run_audit
 from argus_ir.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
 from argus_ir.errors import ArgusError, ArgusInputError, MissingExtraError, ProbeMismatchError
+from argus_ir.pipeline import Argus
+from argus_ir.remedy import RemedyStats, View
 from argus_ir.rps import (
     Reliability,
     expected_hits,
@@ -18,6 +20,7 @@ from argus_ir.rps import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Argus",
     "ArgusError",
     "ArgusInputError",
     "AuditData",
@@ -30,6 +33,8 @@ __all__ = [
     "MissingExtraError",
     "ProbeMismatchError",
     "Reliability",
+    "RemedyStats",
+    "View",
     "__version__",
     "encode_entities",
     "expected_hits",

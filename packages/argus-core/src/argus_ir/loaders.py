@@ -558,11 +558,22 @@ def load_user_data(
 
 @dataclass(frozen=True)
 class Document:
-    """A corpus document: id, text and where it was read (``file:line``)."""
+    """A corpus document: id, text, where it was read (``file:line``) and its title (BEIR has one).
+
+    ``index_text`` is what a retriever indexes: ``title + "\\n" + text`` when there is a title (the
+    BEIR convention of title then text), else the text.
+    """
 
     id: str
     text: str
     where: str = ""
+    title: str = ""
+
+    @property
+    def index_text(self) -> str:
+        if self.title.strip() and self.text.strip():
+            return f"{self.title}\n{self.text}"
+        return self.title if self.title.strip() else self.text
 
 
 def read_documents(
@@ -570,11 +581,13 @@ def read_documents(
     *,
     id_fields: Sequence[str] = ("_id", "id"),
     text_field: str = "text",
+    title_field: str | None = "title",
 ) -> list[Document]:
     """Read a corpus from JSONL (optionally ``.gz``; BEIR's ``corpus.jsonl`` works), Parquet or CSV.
 
-    The id comes from the first of ``id_fields`` a record has; the text from ``text_field``. A
-    ``null`` text is read as ``""`` (the document passes through with nothing to diagnose).
+    The id comes from the first of ``id_fields`` a record has; the text from ``text_field``; the
+    title, when records have one, from ``title_field``. A ``null`` text or title is read as ``""``
+    (a document without text passes through with nothing to diagnose).
 
     Raises:
         ArgusInputError: The file is missing or malformed, a record lacks an id or has a non-string
@@ -601,6 +614,13 @@ def read_documents(
             raise ArgusInputError(
                 f"{where}: duplicate document id {doc_id!r} (first at {first_at[doc_id]})"
             )
+        title = rec.get(title_field) if title_field else None
+        if title is None:
+            title = ""
+        if not isinstance(title, str):
+            raise ArgusInputError(
+                f"{where}: {title_field!r} of document {doc_id!r} is {type(title).__name__}, not text"
+            )
         first_at[doc_id] = where
-        out.append(Document(doc_id, text, where))
+        out.append(Document(doc_id, text, where, title))
     return out

