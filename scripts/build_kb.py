@@ -44,9 +44,10 @@ def main() -> None:
             }
             lines.append(json.dumps(out, ensure_ascii=False) + "\n")
     payload = "".join(lines).encode("utf-8")
-    with open(args.out, "wb") as raw, gzip.GzipFile(
-        filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0
-    ) as gz:
+    with (
+        open(args.out, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as gz,
+    ):
         gz.write(payload)
     print(f"{len(lines)} passages -> {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
 

@@ -9,8 +9,17 @@ import pytest
 from argus_ir.collapse import SOURCE_KEY, collapse
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.kb import Passage, ReferenceKB
+from argus_ir.llm import LLM, Generation, LLMSettings
 from argus_ir.mentions import Mention
-from argus_ir.remedy import RemedyStats, apply_remedy, insertions_only
+from argus_ir.remedy import (
+    DEFAULT_CONTEXT_THRESHOLD,
+    ContextCheck,
+    RemedyStats,
+    apply_remedy,
+    insertions_only,
+    masked_passage,
+    plan_remedy,
+)
 
 KB_PASSAGES = [
     Passage("bohr", "Niels Bohr", "Niels Bohr was a Danish physicist.", "Danish physicist"),
@@ -150,3 +159,153 @@ def test_end_to_end_with_the_real_diagnoser(minilm):
     assert len(out) == 1 + 2  # one flagged entity, two KB passages
     assert {v.metadata["argus_entity"] for v in out[1:]} == {"Humphrey Bogart"}
     assert "Humphrey Bogart" in {v.metadata["argus_kb_id"] for v in out[1:]}
+
+
+class ScriptedLLM(LLM):
+    """Replies from a script, one list per call (plumbing tests; the real backends are tested in
+    test_llm.py and the slow/integration suites)."""
+
+    def __init__(self, *calls):
+        self.model = "scripted"
+        self.settings = LLMSettings()
+        self.calls = list(calls)
+        self.prompts: list[list[str]] = []
+
+    def generate(self, prompts, *, max_tokens=None, show_progress=False):
+        self.prompts.append(list(prompts))
+        replies = self.calls.pop(0)
+        return [r if isinstance(r, Generation) else Generation(r) for r in replies]
+
+
+GOOD_D1 = "Niels Bohr, Danish physicist, visited Lucknow, Indian city. Niels Bohr liked it."
+
+
+def test_synthesis_indexes_one_guarded_view_per_document(kb):
+    llm = ScriptedLLM([GOOD_D1])
+    stats = RemedyStats()
+    out = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=llm, stats=stats))
+    assert [v.metadata["argus_view"] for v in out] == [
+        "original",
+        "synthesis",
+        "original",
+        "original",
+    ]
+    view = out[1]
+    assert view.text == GOOD_D1 and view.metadata[SOURCE_KEY] == "d1"
+    assert view.metadata["argus_entity"] == "Niels Bohr|Lucknow"
+    assert view.metadata["argus_kb_id"] == "bohr|bohr-model|lucknow|lucknow-pact"
+    assert view.metadata["argus_prompt"] == "synthesis-v1"
+    assert len(llm.prompts) == 1 and len(llm.prompts[0]) == 1  # only d1 has flagged entities
+    assert "Lucknow : Lucknow Pact." in llm.prompts[0][0]
+    assert (stats.llm_calls, stats.llm_retries, stats.fallbacks, stats.views) == (1, 0, 0, 1)
+
+
+def test_synthesis_retries_a_rejected_reply_once(kb):
+    llm = ScriptedLLM(["Niels Bohr went to Lucknow."], [GOOD_D1])
+    stats = RemedyStats()
+    out = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=llm, stats=stats))
+    assert out[1].metadata["argus_view"] == "synthesis" and out[1].text == GOOD_D1
+    assert "previous answer was rejected because it changed or dropped" in llm.prompts[1][0]
+    assert (stats.llm_calls, stats.llm_retries, stats.fallbacks) == (2, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        (["Niels Bohr went to Lucknow."], ["Bohr liked Lucknow."]),  # rewrites the words twice
+        ([Generation(None, "timed out")], [Generation(None, "timed out")]),  # times out twice
+        (["{'garbage': true}"], ["\x00\x01"]),  # garbage
+    ],
+)
+def test_synthesis_falls_back_to_the_descriptor_view(kb, replies):
+    stats = RemedyStats()
+    llm = ScriptedLLM(*replies)
+    out = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=llm, stats=stats))
+    view = out[1]
+    assert view.metadata["argus_view"] == "descriptor"
+    assert view.metadata["argus_fallback"].startswith("synthesis rejected twice")
+    assert insertions_only(DOCS[0][1], view.text)
+    assert stats.fallbacks == 1 and stats.fallback_reasons[0][0] == "d1"
+    assert stats.views == 1 and not stats.failures
+
+
+def test_a_backend_that_raises_still_leaves_originals_and_fallbacks(kb):
+    class Broken(ScriptedLLM):
+        def generate(self, prompts, **kwargs):
+            raise ConnectionError("server gone")
+
+    stats = RemedyStats()
+    out = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=Broken(), stats=stats))
+    assert [v.id for v in out if v.is_original] == ["d1", "d2", "d3"]
+    assert "ConnectionError: server gone" in stats.fallback_reasons[0][1]
+
+
+def test_synthesis_needs_an_llm(kb):
+    with pytest.raises(ValueError, match="needs an LLM backend"):
+        list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis"))
+
+
+def test_context_check_drops_the_album_for_half_past_nine(minilm):
+    kb = ReferenceKB.from_passages(
+        [
+            Passage(
+                "album",
+                "Half Past Nine",
+                "Half Past Nine is the debut studio album by an industrial EBM band, released "
+                "on a German record label with twelve tracks of electronic dance music.",
+            ),
+            Passage("clock", "Clock", "A clock is a device that measures and shows the time."),
+        ]
+    )
+    text = "We met at the station; it was half past nine and the last train had left for home."
+    diag = Diagnosis(
+        "t", (_risk(text, "half past nine", 0.05),), 0.3, minilm.embed_documents([text])[0]
+    )
+    check = ContextCheck(minilm.embed_documents, threshold=DEFAULT_CONTEXT_THRESHOLD)
+    album = kb.passages[0]
+    assert check.similarity(diag.doc_vector, album, "half past nine") < DEFAULT_CONTEXT_THRESHOLD
+    plain = list(apply_remedy([("t", text)], [diag], kb, k_aug=1))
+    assert plain[1].metadata["argus_kb_id"] == "album"  # without the check it gets the album
+    stats = RemedyStats()
+    checked = list(apply_remedy([("t", text)], [diag], kb, k_aug=1, context=check, stats=stats))
+    assert [v.id for v in checked] == ["t"]
+    assert stats.context_dropped == 1 and stats.no_kb_hit == 1
+
+
+def test_context_check_keeps_a_matching_passage(minilm, kb):
+    text = DOCS[0][1]
+    vec = minilm.embed_documents([text])[0]
+    diag = Diagnosis("d1", (_risk(text, "Niels Bohr", 0.1),), 0.3, vec)
+    check = ContextCheck(minilm.embed_documents, threshold=DEFAULT_CONTEXT_THRESHOLD)
+    assert check.similarity(vec, kb.passages[0], "Niels Bohr") >= DEFAULT_CONTEXT_THRESHOLD
+    out = list(apply_remedy([DOCS[0]], [diag], kb, k_aug=1, context=check))
+    assert [v.metadata["argus_kb_id"] for v in out[1:]] == ["bohr"]
+
+
+def test_dry_run_counts_what_apply_would_add(kb):
+    for kind in ("expansion", "descriptor", "synthesis"):
+        planned = RemedyStats()
+        counts = dict(plan_remedy(_diagnoses(), kb, kind=kind, stats=planned))
+        applied = RemedyStats()
+        llm = ScriptedLLM([GOOD_D1])
+        out = list(apply_remedy(DOCS, _diagnoses(), kb, kind=kind, llm=llm, stats=applied))
+        assert counts == {
+            d: sum(not v.is_original and v.source_id == d for v in out) for d, _ in DOCS
+        }
+        assert planned.views == applied.views
+        assert planned.llm_calls == (1 if kind == "synthesis" else 0)
+
+
+def test_synthesis_ids_depend_on_llm_and_prompt(kb):
+    a = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=ScriptedLLM([GOOD_D1])))
+    b = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=ScriptedLLM([GOOD_D1])))
+    assert [v.id for v in a] == [v.id for v in b]
+    other = ScriptedLLM([GOOD_D1])
+    other.model = "other"
+    c = list(apply_remedy(DOCS, _diagnoses(), kb, kind="synthesis", llm=other))
+    assert a[1].id != c[1].id
+
+
+def test_masked_passage_removes_the_name_words():
+    p = Passage("album", "Half Past Nine", "Half Past Nine is an album; half past nine sold well.")
+    assert masked_passage(p, "half past nine") == "is an album; sold well."

@@ -45,6 +45,7 @@ from argus_ir.synthesis import (
 )
 
 __all__ = [
+    "DEFAULT_CONTEXT_THRESHOLD",
     "KINDS",
     "ContextCheck",
     "RemedyStats",
@@ -52,6 +53,7 @@ __all__ = [
     "apply_remedy",
     "descriptor_text",
     "insertions_only",
+    "masked_passage",
     "plan_remedy",
     "view_id",
 ]
@@ -133,44 +135,67 @@ class RemedyStats:
         return out
 
 
+DEFAULT_CONTEXT_THRESHOLD = 0.15
+"""A starting point for :class:`ContextCheck`, set from a handful of hand-checked pairs under MiniLM."""
+
+
 class ContextCheck:
-    """Drops KB passages whose retriever embedding is far from the document's (beyond the paper).
+    """Drops KB passages about another sense of the name (beyond the paper).
+
+    A passage is kept when the cosine between the document's vector and the passage's vector is at
+    least ``threshold``. The passage is embedded with the words of its title and of the entity's
+    surface form removed: the name is shared by construction, and leaving it in lets the name alone
+    carry the similarity ("half past nine" then looks close to the album *Half Past Nine*).
 
     Args:
         embed: Texts -> ``(n, dim)`` document vectors from the same retriever that produced the
             diagnoses' ``doc_vector`` (e.g. ``encoder.embed_documents``).
-        threshold: Keep a passage when its cosine similarity to the document is at least this.
+        threshold: Lowest cosine to keep a passage (:data:`DEFAULT_CONTEXT_THRESHOLD` is a starting
+            point, not a tuned value).
 
-    Passage vectors are computed once per passage and cached.
+    Passage vectors are cached per (passage, surface form).
     """
 
-    def __init__(self, embed: Callable[[list[str]], np.ndarray], threshold: float) -> None:
+    def __init__(
+        self, embed: Callable[[list[str]], np.ndarray], threshold: float = DEFAULT_CONTEXT_THRESHOLD
+    ) -> None:
         if not -1.0 <= threshold <= 1.0:
             raise ValueError(f"the context threshold is a cosine in [-1, 1], got {threshold}")
         self.embed = embed
         self.threshold = float(threshold)
-        self._vectors: dict[str, np.ndarray] = {}
+        self._vectors: dict[tuple[str, str], np.ndarray] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_vectors": {}}
 
-    def prepare(self, passages: Iterable[Passage]) -> None:
-        """Embed the passages not seen yet, in one batch."""
-        new = {p.id: p for p in passages if p.id not in self._vectors}
+    def prepare(self, pairs: Iterable[tuple[Passage, str]]) -> None:
+        """Embed the (passage, surface form) pairs not seen yet, in one batch."""
+        new = {(p.id, s): masked_passage(p, s) for p, s in pairs if (p.id, s) not in self._vectors}
         if not new:
             return
-        vectors = np.asarray(self.embed([passage_text(p) for p in new.values()]), np.float32)
+        vectors = np.asarray(self.embed(list(new.values())), np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
         self._vectors.update(zip(new, vectors))
 
-    def similarity(self, doc_vector: np.ndarray, passage: Passage) -> float:
-        self.prepare([passage])
+    def similarity(self, doc_vector: np.ndarray, passage: Passage, surface: str) -> float:
+        """Cosine between the document and the passage with the name masked."""
+        self.prepare([(passage, surface)])
         norm = float(np.linalg.norm(doc_vector))
-        return float(self._vectors[passage.id] @ doc_vector) / (norm or 1.0)
+        return float(self._vectors[passage.id, surface] @ doc_vector) / (norm or 1.0)
 
-    def keeps(self, doc_vector: np.ndarray, passage: Passage) -> bool:
-        return self.similarity(doc_vector, passage) >= self.threshold
+    def keeps(self, doc_vector: np.ndarray, passage: Passage, surface: str) -> bool:
+        return self.similarity(doc_vector, passage, surface) >= self.threshold
+
+
+_WORD = re.compile(r"\w+")
+
+
+def masked_passage(passage: Passage, surface: str) -> str:
+    """The passage text without the words of its title and of ``surface`` (what the check embeds)."""
+    names = {w.lower() for w in _WORD.findall(f"{passage.title} {surface}") if len(w) > 1}
+    kept = _WORD.sub(lambda m: "" if m.group(0).lower() in names else m.group(0), passage.text)
+    return " ".join(kept.split())
 
 
 def passage_text(passage: Passage) -> str:
@@ -240,7 +265,7 @@ def _plan(
     for risk in diagnosis.flagged:
         hits = [p for p, _ in kb.lookup(risk.surface, k=k_aug)]
         if context is not None and hits:
-            kept = [p for p in hits if context.keeps(diagnosis.doc_vector, p)]
+            kept = [p for p in hits if context.keeps(diagnosis.doc_vector, p, risk.surface)]
             if stats is not None:
                 stats.context_dropped += len(hits) - len(kept)
             hits = kept
@@ -481,7 +506,9 @@ def _batch(
         try:
             if context is not None:
                 context.prepare(
-                    p for r in diagnosis.flagged for p, _ in kb.lookup(r.surface, k=settings.k_aug)
+                    (p, r.surface)
+                    for r in diagnosis.flagged
+                    for p, _ in kb.lookup(r.surface, k=settings.k_aug)
                 )
             planned.append((doc_id, text, _plan(diagnosis, kb, settings.k_aug, context, stats)))
         except Exception as exc:
