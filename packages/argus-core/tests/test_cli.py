@@ -14,7 +14,7 @@ import pytest
 
 from argus_ir.cli import main
 
-COMMANDS = ("demo", "audit", "train-probe", "report", "diagnose")
+COMMANDS = ("demo", "audit", "train-probe", "report", "diagnose", "augment")
 
 
 def _sample_records() -> tuple[list[dict], list[dict]]:
@@ -283,3 +283,81 @@ def test_diagnose_refuses_duplicate_document_ids(tmp_path, capsys):
     assert main(["diagnose", "--corpus", str(corpus), "--out", str(out)]) == 1
     assert "corpus.jsonl:2: duplicate document id 'a' (first at" in capsys.readouterr().err
     assert not out.exists()
+
+
+AUGMENT_CORPUS = [
+    {
+        "_id": "d1",
+        "title": "Film history",
+        "text": "Humphrey Bogart once filmed a scene in Lucknow.",
+    },
+    {"_id": "d2", "title": "", "text": "Rain fell all day."},
+    {"_id": "d3", "title": "", "text": None},
+]
+
+
+def test_augment_writes_originals_views_and_stats(tmp_path, capsys):
+    pytest.importorskip("spacy")
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    _write_jsonl(beir / "corpus.jsonl", AUGMENT_CORPUS)  # a BEIR folder
+    out = tmp_path / "augmented.jsonl"
+    assert main(["--quiet", "augment", str(beir), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "3 documents, 1 flagged entities; added 2 expansion views (index growth 1.667x)" in printed
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["_id"] for r in rows if r["metadata"]["argus_view"] == "original"] == [
+        "d1",
+        "d2",
+        "d3",
+    ]
+    assert rows[0] == {
+        **AUGMENT_CORPUS[0],
+        "metadata": {"argus_source_id": "d1", "argus_view": "original"},
+    }
+    assert rows[-1]["text"] == "" and rows[-1]["_id"] == "d3"  # a null text passes through as ""
+    views = [r for r in rows if r["metadata"]["argus_view"] == "expansion"]
+    assert len(views) == 2 and [r["_id"] for r in rows[:3]] == ["d1"] + [v["_id"] for v in views]
+    for view in views:
+        meta = view["metadata"]
+        assert meta["argus_source_id"] == "d1" and meta["argus_entity"] == "Humphrey Bogart"
+        assert meta["argus_kb_id"] and 0 <= meta["argus_rps"] < 0.3
+        assert view["text"].startswith("Film history\nHumphrey Bogart once filmed")
+    stats = json.loads((tmp_path / "augmented.jsonl.stats.json").read_text())
+    assert stats["totals"]["views"] == 2 and stats["totals"]["index_growth"] == pytest.approx(5 / 3)
+    assert stats["documents"][0]["flagged"][0]["surface"] == "Humphrey Bogart"
+    assert [d["views"] for d in stats["documents"]] == [2, 0, 0]
+    # same input and settings: the same bytes
+    again = tmp_path / "again.jsonl"
+    assert main(["--quiet", "augment", str(beir / "corpus.jsonl"), "--out", str(again)]) == 0
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_augment_dry_run_projects_without_writing(tmp_path, capsys):
+    pytest.importorskip("spacy")
+    corpus = _write_jsonl(tmp_path / "c.jsonl", AUGMENT_CORPUS)
+    stats_path = tmp_path / "plan.json"
+    args = ["--quiet", "augment", str(corpus), "--dry-run", "--stats", str(stats_path)]
+    assert main([*args, "--remedy", "synthesis"]) == 0
+    printed = capsys.readouterr().out
+    assert "would add 1 synthesis views (index growth 1.333x), 1 LLM calls" in printed
+    plan = json.loads(stats_path.read_text())
+    assert plan["dry_run"] is True and plan["totals"]["llm_calls"] == 1
+    assert not list(tmp_path.glob("*.jsonl.stats.json"))
+
+
+def test_augment_bad_input(tmp_path, capsys):
+    assert main(["augment", str(tmp_path / "missing.jsonl"), "--out", "x.jsonl"]) == 1
+    assert "missing.jsonl" in capsys.readouterr().err
+    assert main(["augment", str(tmp_path), "--out", "x.jsonl"]) == 1
+    assert "without corpus.jsonl (not a BEIR dataset)" in capsys.readouterr().err
+    corpus = _write_jsonl(tmp_path / "c.jsonl", AUGMENT_CORPUS)
+    assert main(["augment", str(corpus)]) == 1
+    assert "--out is required" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"_id": "a", "text": "x"}\n{"_id": "b", "text": 3}\n')
+    assert main(["augment", str(bad), "--out", str(tmp_path / "o.jsonl")]) == 1
+    assert "bad.jsonl:2: 'text' of document 'b' is int" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()

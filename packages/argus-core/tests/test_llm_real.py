@@ -1,0 +1,128 @@
+"""Synthesis with the real offline LLM, SmolLM2-135M-Instruct (GGUF):
+
+- ``slow``: in-process through the transformers backend;
+- ``integration``: over HTTP through llama.cpp's OpenAI-compatible server on loopback
+  (``nox -s integration`` installs it).
+
+A 135M model often fails the guard; what must hold is that every reply either passes the guard or
+ends in a descriptor fallback with its reason, the original always comes first, and the same input
+gives the same output.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from argus_ir import Argus, RemedyStats
+from argus_ir.synthesis import insertions_only
+
+DOC = ("bogart", "Humphrey Bogart once filmed a scene in Lucknow.")
+
+
+def _smollm2():
+    from argus_ir.errors import MissingExtraError
+    from argus_ir.llm import smollm2_gguf
+
+    try:
+        return smollm2_gguf()
+    except MissingExtraError as exc:
+        pytest.skip(str(exc))
+
+
+def _check_synthesis(llm):
+    stats = RemedyStats()
+    argus = Argus(remedy="synthesis", llm=llm)
+    views = list(argus.augment([DOC], stats=stats))
+    assert views[0].is_original and views[0].text == DOC[1]
+    assert stats.llm_calls in (1, 2) and not stats.failures
+    for view in views[1:]:
+        kind = view.metadata["argus_view"]
+        assert kind in ("synthesis", "descriptor")
+        assert insertions_only(DOC[1], view.text)
+        if kind == "descriptor":
+            assert view.metadata["argus_fallback"].startswith("synthesis rejected twice")
+    assert len(views) - 1 + stats.llm_unchanged == 1  # one view, or the model added nothing
+    again = list(Argus(remedy="synthesis", llm=llm).augment([DOC]))
+    assert [(v.id, v.text) for v in again] == [(v.id, v.text) for v in views]
+    return views, stats
+
+
+@pytest.mark.slow
+def test_synthesis_through_transformers_with_smollm2():
+    pytest.importorskip("gguf")
+    _smollm2()
+    from argus_ir.llm import TransformersLLM
+
+    llm = TransformersLLM(device="cpu", max_tokens=96)
+    (gen,) = llm.generate(["Name one colour. Answer with one word."], max_tokens=8)
+    assert gen.ok and gen.text.strip()
+    _check_synthesis(llm)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python[server] is not installed (nox -s integration installs it)")
+    gguf = _smollm2()
+    port = _free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(gguf), "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 1), "--seed", "0",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama.cpp server exited: {proc.stderr.read().decode()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("llama.cpp server did not come up within 120 s")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.integration
+def test_http_backend_against_a_real_llama_cpp_server(llama_server):
+    from argus_ir.llm import OpenAICompatibleLLM
+
+    llm = OpenAICompatibleLLM(llama_server, "smollm2", timeout=120, concurrency=1, max_tokens=96)
+    first = llm.generate(["Name one colour. Answer with one word.", "Say hello."], max_tokens=8)
+    assert all(g.ok and g.text.strip() for g in first)
+    assert [g.text for g in llm.generate(["Say hello."], max_tokens=8)] == [first[1].text]
+    _check_synthesis(llm)
+
+
+@pytest.mark.integration
+def test_a_server_that_goes_away_leaves_fallbacks_not_failures(llama_server):
+    from argus_ir.llm import OpenAICompatibleLLM
+
+    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    llm = OpenAICompatibleLLM(dead, "smollm2", timeout=2, max_retries=1, backoff=0.05)
+    stats = RemedyStats()
+    views = list(Argus(remedy="synthesis", llm=llm).augment([DOC], stats=stats))
+    assert views[0].text == DOC[1] and views[1].metadata["argus_view"] == "descriptor"
+    assert "cannot reach" in stats.fallback_reasons[0][1] and stats.llm_calls == 2
