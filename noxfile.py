@@ -81,8 +81,8 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Audit the embedded entity sample, train a probe and write the report (no ../shared needed)."""
-    _install_core(session, "st,xgboost")
+    """Audit the embedded sample, train a probe, report, augment sample documents (no ../shared)."""
+    _install_core(session, "st,xgboost,spacy")
     out = session.posargs[0] if session.posargs else str(ROOT / "argus-demo")
     session.run("argus", "demo", "--out", out, env={"HF_HUB_OFFLINE": "1"})
 

@@ -9,9 +9,11 @@ argus report --audit runs/minilm --probe runs/minilm/probe-k10 --out runs/minilm
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,9 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "demo",
-        help="audit the embedded entity sample, train a probe and write the report",
+        help="audit the embedded entity sample, train a probe, write the report, augment a corpus",
         description="Runs end to end on data shipped with argus (a few hundred Wikipedia "
-        "entities with T-REx relations) and the offline MiniLM retriever.",
+        "entities with T-REx relations, a dozen sample documents) and the offline MiniLM "
+        "retriever: audit, probe, report, then diagnose and augment the sample documents.",
     )
     p.add_argument("--out", type=Path, default=Path("argus-demo"), help="output folder")
     p.add_argument("--k", type=int, default=10, help="top-k budget of the probe (default 10)")
@@ -343,11 +346,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from argus_ir.audit import AuditSettings, run_audit
+    from argus_ir.encoder.models import canonical_id
     from argus_ir.report import write_report
     from argus_ir.sample import load_sample
 
     data = load_sample()
-    print(f"[1/3] embedded sample: {data.report.summary().splitlines()[0]}", file=sys.stderr)
+    print(f"[1/4] embedded sample: {data.report.summary().splitlines()[0]}", file=sys.stderr)
     ks = tuple(sorted({5, args.k, 20}))
     settings = AuditSettings(
         ks=ks,
@@ -357,7 +361,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
     audit = run_audit(data, _encoder(args), settings, show_progress=not args.quiet)
     audit.save(args.out / "audit")
-    print(f"[2/3] audited {len(audit.ids)} entities -> {args.out / 'audit'}", file=sys.stderr)
+    print(f"[2/4] audited {len(audit.ids)} entities -> {args.out / 'audit'}", file=sys.stderr)
     args.label, args.families, args.budget, args.tau, args.seed = (
         "expected",
         "ridge,xgboost",
@@ -368,13 +372,31 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     result = _train(audit, args, args.out / "probe")
     m = result.probe.card.metrics["test"]
     print(
-        f"[3/3] probe {result.probe.card.family}: test Pearson {m['pearson']:.3f}, "
+        f"[3/4] probe {result.probe.card.family}: test Pearson {m['pearson']:.3f}, "
         f"tercile accuracy {m['accuracy']:.3f} -> {args.out / 'probe'}",
         file=sys.stderr,
     )
     report = write_report(audit, args.out / "report", probe=result)
     print(f"report: {report}")
-    return 0
+    if importlib.util.find_spec("spacy") is None:
+        print("skipping diagnose + augment: pip install 'argus-ir[spacy]'", file=sys.stderr)
+        return 0
+    from argus_ir.probes import shipped_probes
+
+    retriever = canonical_id(args.model)
+    shipped = any(p.retriever_id == retriever and p.k == args.k for p in shipped_probes())
+    which = f"shipped k={args.k}" if shipped else "just trained"
+    print(f"[4/4] diagnose + augment the sample corpus ({which} probe)", file=sys.stderr)
+    argv = ["--quiet"] if args.quiet else []
+    argv += ["augment", "CORPUS", "--out", str(args.out / "augmented.jsonl"), "--k", str(args.k)]
+    argv += ["--model", args.model, "--backend", args.backend, "--batch-size", str(args.batch_size)]
+    argv += ["--device", args.device] if args.device else []
+    argv += [] if shipped else ["--probe", str(args.out / "probe")]
+    sample = resources.files("argus_ir").joinpath("data/sample_corpus.jsonl")
+    with resources.as_file(sample) as corpus:
+        argv[argv.index("CORPUS")] = str(corpus)
+        code = _cmd_augment(build_parser().parse_args(argv))
+    return code
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
