@@ -103,18 +103,29 @@ def types(session: nox.Session) -> None:
     session.run("mypy", str(Path(CORE) / "src" / "argus_ir"))
 
 
+BENCHMARKS = {"audit": "audit_bench.py", "ingest": "ingest_bench.py"}
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks (wall-time ratios against a baseline measured in the same run)."""
+    """Benchmarks (wall-time ratios against a baseline measured in the same run).
+
+    `nox -s bench` runs all; `nox -s bench -- ingest --limit 500` runs one with its options.
+    """
     _install_core(session, "all")
-    session.run(
-        "python",
-        str(ROOT / "benchmarks" / "audit_bench.py"),
-        "--shared-data",
-        str(SHARED_DATA),
-        *session.posargs,
-        env={"HF_HUB_OFFLINE": "1"},
-    )
+    names = list(BENCHMARKS)
+    args = list(session.posargs)
+    if args and args[0] in BENCHMARKS:
+        names, args = [args[0]], args[1:]
+    for name in names:
+        session.run(
+            "python",
+            str(ROOT / "benchmarks" / BENCHMARKS[name]),
+            "--shared-data",
+            str(SHARED_DATA),
+            *args,
+            env={"HF_HUB_OFFLINE": "1"},
+        )
 
 
 @nox.session
