@@ -29,9 +29,21 @@ class Timer:
     def __call__(self, *args, **kwargs):
         t0 = time.perf_counter()
         try:
-            return self.fn(*args, **kwargs)
+            out = self.fn(*args, **kwargs)
         finally:
             self.seconds += time.perf_counter() - t0
+        return self._timed(out) if hasattr(out, "__next__") else out
+
+    def _timed(self, iterator):
+        while True:
+            t0 = time.perf_counter()
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            finally:
+                self.seconds += time.perf_counter() - t0
+            yield item
 
 
 def main() -> None:
