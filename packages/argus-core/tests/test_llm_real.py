@@ -74,7 +74,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_server():
+def llama_server(tmp_path_factory):
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] is not installed (nox -s integration installs it)")
     gguf = _smollm2()
@@ -85,24 +85,27 @@ def llama_server():
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 1), "--seed", "0",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    log = open(log_path, "wb")  # noqa: SIM115 (open for the server's life; a pipe would fill up)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited: {proc.stderr.read().decode()[-2000:]}")
+                pytest.fail(f"llama.cpp server exited: {log_path.read_text()[-2000:]}")
             try:
                 urllib.request.urlopen(f"{url}/models", timeout=2).read()
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail("llama.cpp server did not come up within 120 s")
+                    pytest.fail(f"no server within 120 s: {log_path.read_text()[-2000:]}")
                 time.sleep(0.5)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        log.close()
 
 
 @pytest.mark.integration
