@@ -497,7 +497,6 @@ def _batch(
     show_progress: bool,
 ) -> Iterator[View]:
     planned: list[tuple[str, str, Plan]] = []
-    failed: dict[str, None] = {}
     for (doc_id, text), diagnosis in batch:
         if diagnosis.doc_id != doc_id:
             raise ValueError(f"diagnosis of {diagnosis.doc_id!r} given for document {doc_id!r}")
@@ -513,8 +512,7 @@ def _batch(
             planned.append((doc_id, text, _plan(diagnosis, kb, settings.k_aug, context, stats)))
         except Exception as exc:
             _fail(stats, doc_id, settings.kind, exc)
-            failed[doc_id] = None
-            planned.append((doc_id, text, []))
+            planned.append((doc_id, text, []))  # no plan: the original alone
     synthesised: dict[str, View] = {}
     if settings.kind == "synthesis" and llm is not None:
         try:
@@ -525,7 +523,7 @@ def _batch(
                     _fail(stats, doc_id, "synthesis", exc)
     for doc_id, text, plan in planned:
         yield View(doc_id, text, {SOURCE_KEY: doc_id, "argus_view": ORIGINAL})
-        if doc_id in failed or not plan:
+        if not plan:
             continue
         try:
             if settings.kind == "expansion":
