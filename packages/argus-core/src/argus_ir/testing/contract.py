@@ -1,0 +1,273 @@
+"""The adapter contract: what every framework package promises, as pytest tests.
+
+A framework's test module subclasses :class:`AdapterContract` and implements its hooks (build the
+adapter, make and read a framework document, run the ingest step, collapse scored hits). The tests
+run real parts: MiniLM, its shipped probe, spaCy, and a small KB written here.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from argus_ir.integration import ARGUS_KEYS, Record
+from argus_ir.kb import Passage, ReferenceKB
+
+__all__ = ["AdapterContract", "contract_kb"]
+
+# Short passages written for these tests (not copied from any source).
+_PASSAGES = (
+    Passage(
+        "Humphrey Bogart",
+        "Humphrey Bogart",
+        "Humphrey Bogart was an American film actor, remembered for Casablanca and The Maltese "
+        "Falcon.",
+        "American actor (1899-1957)",
+    ),
+    Passage(
+        "Casablanca (film)",
+        "Casablanca (film)",
+        "Casablanca is a 1942 wartime romance film in which Humphrey Bogart plays a nightclub "
+        "owner.",
+    ),
+    Passage(
+        "Marie Curie",
+        "Marie Curie",
+        "Marie Curie was a physicist and chemist who discovered polonium and radium.",
+        "Polish-French physicist and chemist",
+    ),
+    Passage("Lucknow", "Lucknow", "Lucknow is the capital of the Indian state of Uttar Pradesh."),
+)
+
+BOGART = "Humphrey Bogart once filmed a scene in Lucknow, and the crew still talks about the heat."
+CURIE = "Marie Curie kept her notebooks in a lead-lined box, and they are still radioactive today."
+PLAIN = "The restored print premiered at a small festival; critics praised the new score."
+# What a user's documents carry: numbers, lists, nested maps, dates, None.
+RICH_META: dict[str, Any] = {
+    "year": 1942,
+    "score": 0.5,
+    "tags": ["film", "archive"],
+    "nested": {"shelf": 3, "box": "B"},
+    "added": dt.date(2024, 5, 1),
+    "reviewed": None,
+}
+_MAX_LINEAGE_BYTES = 400
+
+
+def contract_kb(folder: Path) -> Path:
+    """Write the contract's small KB into ``folder`` (if not there yet) and return it."""
+    if not (folder / "kb.json").is_file():
+        ReferenceKB.from_passages(_PASSAGES).save(folder)
+    return folder
+
+
+class AdapterContract:
+    """Tests every adapter must pass. Subclass it (name the subclass ``Test...``) and implement:
+
+    - :meth:`make_adapter` (settings are :class:`~argus_ir.pipeline.Argus` fields),
+    - :meth:`make_document` and :meth:`read_document`,
+    - :meth:`run` (the ingest step; returns the output documents and the stats dict),
+    - :meth:`use_argus` (swap in a prepared facade; a test seam for failure paths),
+    - :meth:`collapse` (the query-time collapse over scored framework documents).
+
+    Set ``supports_none_text = False`` when the framework's documents cannot lack text.
+    """
+
+    supports_none_text: ClassVar[bool] = True
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def make_adapter(self, **settings: Any) -> Any:
+        raise NotImplementedError
+
+    def make_document(self, doc_id: str, text: str | None, metadata: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def read_document(self, doc: Any) -> Record:
+        raise NotImplementedError
+
+    def run(self, adapter: Any, documents: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+        raise NotImplementedError
+
+    def use_argus(self, adapter: Any, argus: Any) -> None:
+        raise NotImplementedError
+
+    def collapse(
+        self, adapter: Any, hits: list[tuple[Any, float]], top_k: int
+    ) -> list[tuple[str, float | None]]:
+        """Return ``(document id, score)`` of the collapsed results, best first."""
+        raise NotImplementedError
+
+    # -- fixtures ----------------------------------------------------------------------------
+
+    # Class-scoped, so models load once per adapter class; they call the hooks on a fresh instance.
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def kb_path(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return contract_kb(tmp_path_factory.mktemp("argus-contract") / "kb")
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def adapter(cls, kb_path: Path) -> Any:
+        return cls().make_adapter(kb=str(kb_path))
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def corpus(cls) -> list[Any]:
+        hooks = cls()
+        return [
+            hooks.make_document("bogart", BOGART, dict(RICH_META)),
+            hooks.make_document("plain", PLAIN, {"year": 2001}),
+            hooks.make_document("curie", CURIE, {}),
+        ]
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def output(cls, adapter: Any, corpus: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+        return cls().run(adapter, corpus)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _records(self, docs: list[Any]) -> list[Record]:
+        return [self.read_document(d) for d in docs]
+
+    @staticmethod
+    def _views(records: list[Record]) -> list[Record]:
+        return [r for r in records if r.metadata.get("argus_view", "original") != "original"]
+
+    # -- the contract ------------------------------------------------------------------------
+
+    def test_originals_pass_through_first_and_unchanged(self, corpus, output):
+        records = self._records(output[0])
+        originals = [r for r in records if "argus_view" not in r.metadata]
+        assert [(r.id, r.text, dict(r.metadata)) for r in originals] == [
+            (r.id, r.text, dict(r.metadata)) for r in self._records(corpus)
+        ]
+        current = None
+        for record in records:  # each view follows its own original
+            if "argus_view" not in record.metadata:
+                current = record.id
+            else:
+                assert record.metadata["argus_source_id"] == current
+
+    def test_inputs_are_not_mutated(self, adapter, corpus):
+        before = copy.deepcopy(self._records(corpus))
+        self.run(adapter, corpus)
+        assert self._records(corpus) == before
+
+    def test_flagged_document_gets_views_with_lineage(self, output):
+        views = self._views(self._records(output[0]))
+        by_source: dict[str, list[Record]] = {}
+        for v in views:
+            by_source.setdefault(v.metadata["argus_source_id"], []).append(v)
+        assert set(by_source) == {"bogart", "curie"}  # "plain" has no entity
+        for view in by_source["bogart"]:
+            meta = view.metadata
+            assert meta["argus_view"] == "expansion"
+            assert meta["argus_entity"] == "Humphrey Bogart"
+            assert meta["argus_kb_id"] in {"Humphrey Bogart", "Casablanca (film)"}
+            assert isinstance(meta["argus_rps"], float) and meta["argus_rps"] < 0.3
+            assert view.text is not None and view.text.startswith(BOGART)
+            assert view.id not in {"bogart", "plain", "curie"}
+        assert output[1]["views"] == len(views)
+        assert output[1]["documents"] == 3
+
+    def test_views_inherit_the_originals_metadata(self, output):
+        for view in self._views(self._records(output[0])):
+            if view.metadata["argus_source_id"] == "bogart":
+                for key, value in RICH_META.items():
+                    assert view.metadata[key] == value, key
+
+    def test_metadata_stays_small(self, output):
+        passage_texts = [p.text for p in _PASSAGES]
+        for view in self._views(self._records(output[0])):
+            lineage = {k: v for k, v in view.metadata.items() if k in ARGUS_KEYS}
+            assert len(json.dumps(lineage)) <= _MAX_LINEAGE_BYTES, lineage
+            assert len(repr(lineage["argus_rps"])) <= 10
+            for value in view.metadata.values():
+                assert not any(isinstance(value, str) and t in value for t in passage_texts)
+
+    def test_ids_are_kept_and_stable(self, adapter, corpus, output):
+        again = self._records(self.run(adapter, corpus)[0])
+        first = self._records(output[0])
+        assert [r.id for r in again] == [r.id for r in first]
+        ids = [r.id for r in first]
+        assert len(set(ids)) == len(ids)
+        assert [r.id for r in first if "argus_view" not in r.metadata] == [
+            "bogart",
+            "plain",
+            "curie",
+        ]
+
+    def test_empty_and_missing_text_pass_through(self, adapter):
+        docs = [self.make_document("blank", "   ", {}), self.make_document("empty", "", {})]
+        if self.supports_none_text:
+            docs.append(self.make_document("none", None, {"kind": "image"}))
+        out, stats = self.run(adapter, docs)
+        assert self._records(out) == self._records(docs)
+        assert sorted(doc_id for doc_id, _ in stats["skipped"]) == sorted(
+            str(r.id) for r in self._records(docs)
+        )
+        assert stats["views"] == 0
+
+    def test_repeated_id_passes_through_without_more_views(self, adapter):
+        docs = [self.make_document("bogart", BOGART, {}), self.make_document("bogart", BOGART, {})]
+        out, stats = self.run(adapter, docs)
+        records = self._records(out)
+        assert [r.id for r in records if "argus_view" not in r.metadata] == ["bogart", "bogart"]
+        assert records[-1].id == "bogart"  # the repeat comes last, with no views after it
+        assert [s[0] for s in stats["skipped"]] == ["bogart"]
+
+    def test_rerun_over_its_own_output_adds_nothing(self, adapter, output):
+        out, stats = self.run(adapter, list(output[0]))
+        assert [r.id for r in self._records(out)] == [r.id for r in self._records(output[0])]
+        assert stats["views"] == output[1]["views"]  # rebuilt, recognised, not emitted twice
+
+    def test_tau_zero_flags_nothing(self, kb_path):
+        strict = self.make_adapter(kb=str(kb_path), tau=0.0)
+        out, stats = self.run(strict, [self.make_document("bogart", BOGART, {})])
+        assert len(out) == 1 and stats["flagged_entities"] == 0
+
+    def test_failed_views_are_reported_and_originals_kept(self, adapter, kb_path):
+        from argus_ir.pipeline import Argus
+
+        class BrokenKB(ReferenceKB):
+            def lookup(self, surface: str, k: int = 2) -> list[tuple[Passage, float]]:
+                if surface == "Marie Curie":
+                    raise RuntimeError("KB shard offline")
+                return super().lookup(surface, k)
+
+        kb = ReferenceKB.load(kb_path)
+        broken = BrokenKB(kb.passages, kb.index, kb.fingerprint)
+        fresh = self.make_adapter(kb=str(kb_path))
+        self.use_argus(fresh, Argus(kb=broken))
+        docs = [self.make_document("curie", CURIE, {}), self.make_document("bogart", BOGART, {})]
+        out, stats = self.run(fresh, docs)
+        records = self._records(out)
+        assert [r.id for r in records if "argus_view" not in r.metadata] == ["curie", "bogart"]
+        assert [f[0] for f in stats["failures"]] == ["curie"]
+        assert "KB shard offline" in stats["failures"][0][1]
+        assert {v.metadata["argus_source_id"] for v in self._views(records)} == {"bogart"}
+
+    def test_collapse_folds_views_into_their_source(self, adapter, output):
+        docs = output[0]
+        records = self._records(docs)
+        scores = {"bogart": 0.40, "plain": 0.45, "curie": 0.10}
+        hits = []
+        for doc, record in zip(docs, records):
+            if "argus_view" not in record.metadata:
+                hits.append((doc, scores[str(record.id)]))
+            elif record.metadata["argus_source_id"] == "bogart":
+                hits.append((doc, 0.9 - 0.1 * len(hits)))  # every bogart view beats "plain"
+        ranked = self.collapse(adapter, hits, 2)
+        assert [doc_id for doc_id, _ in ranked] == ["bogart", "plain"]
+        best_view = max(s for d, s in hits if self.read_document(d).id not in scores)
+        if ranked[0][1] is not None:
+            assert ranked[0][1] == pytest.approx(best_view)
+            assert ranked[1][1] == pytest.approx(0.45)
