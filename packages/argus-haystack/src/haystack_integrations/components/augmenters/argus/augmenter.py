@@ -1,0 +1,183 @@
+"""The ingest step: :class:`ArgusAugmenter`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from argus_ir import Argus
+from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
+from argus_ir.synthesis import PROMPT_VERSION
+
+__all__ = ["ArgusAugmenter"]
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class ArgusAugmenter:
+    """Add support views of documents whose entities the retriever cannot reach.
+
+    Place it before the document embedder. Every input document comes out in ``documents``,
+    unchanged, followed by its views (new documents whose ``meta["argus_source_id"]`` names their
+    source). Documents without text pass through untouched; a document whose views could not be
+    built is still passed through and also listed in ``failed_documents`` (a copy whose meta holds
+    ``argus_error``). ``stats`` counts what was done. At query time, put :class:`ArgusCollapser`
+    after the retriever.
+
+    The init parameters are :class:`argus_ir.Argus` settings (plain values, so the component
+    serialises); models load in :meth:`warm_up`.
+
+    Usage:
+        >>> from haystack_integrations.components.augmenters.argus import ArgusAugmenter
+        >>> augmenter = ArgusAugmenter(remedy="expansion", k_aug=2)
+        >>> augmenter.run(documents=docs)["documents"]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        retriever: str = "minilm",
+        probe: str | None = None,
+        k: int = 10,
+        tau: float | None = None,
+        remedy: str = "expansion",
+        k_aug: int = 2,
+        kb: str | None = None,
+        context_threshold: float | None = None,
+        llm: str | None = None,
+        prompt_version: str = PROMPT_VERSION,
+        ner_model: str | None = None,
+        backend: str = "st",
+        device: str | None = None,
+        encoder_batch_size: int = 64,
+        batch_size: int = 64,
+        progress_bar: bool = True,
+    ) -> None:
+        """Create the component.
+
+        :param retriever: The retriever your index uses: ``"minilm"``, ``"mpnet"``, a
+            sentence-transformers model id or folder.
+        :param probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
+        :param k: Retrieval budget of the shipped probe (10 or 50).
+        :param tau: Flagging threshold (default: the probe's, 0.3).
+        :param remedy: ``"expansion"``, ``"descriptor"`` or ``"synthesis"``.
+        :param k_aug: KB passages per flagged entity.
+        :param kb: A saved KB folder or a passages file (default: the shipped Wikipedia KB).
+        :param context_threshold: Drop KB passages less similar than this to the document.
+        :param llm: The synthesis backend spec (``"transformers"``, ``"openai:URL[@MODEL]"``...).
+        :param prompt_version: The synthesis prompt.
+        :param ner_model: spaCy pipeline for mentions.
+        :param backend: Retriever backend, ``"st"`` or ``"transformers"``.
+        :param device: Torch device (default: automatic).
+        :param encoder_batch_size: Windows per retriever forward pass.
+        :param batch_size: Documents per batch.
+        :param progress_bar: Show a progress bar over documents.
+        """
+        self.retriever = retriever
+        self.probe = probe
+        self.k = k
+        self.tau = tau
+        self.remedy = remedy
+        self.k_aug = k_aug
+        self.kb = kb
+        self.context_threshold = context_threshold
+        self.llm = llm
+        self.prompt_version = prompt_version
+        self.ner_model = ner_model
+        self.backend = backend
+        self.device = device
+        self.encoder_batch_size = encoder_batch_size
+        self.batch_size = batch_size
+        self.progress_bar = progress_bar
+        self._argus = Argus(**self._settings())  # checks the settings now; loads nothing
+        self._warm = False
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "retriever": self.retriever,
+            "probe": self.probe,
+            "k": self.k,
+            "tau": self.tau,
+            "remedy": self.remedy,
+            "k_aug": self.k_aug,
+            "kb": self.kb,
+            "context_threshold": self.context_threshold,
+            "llm": self.llm,
+            "prompt_version": self.prompt_version,
+            "ner_model": self.ner_model,
+            "backend": self.backend,
+            "device": self.device,
+            "encoder_batch_size": self.encoder_batch_size,
+            "batch_size": self.batch_size,
+            "show_progress": self.progress_bar,
+        }
+
+    def warm_up(self) -> None:
+        """Load the retriever, probe, NER model, KB (and LLM for synthesis); idempotent."""
+        if not self._warm:
+            self._argus.load()
+            self._warm = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component (its init parameters)."""
+        settings = self._settings()
+        settings["progress_bar"] = settings.pop("show_progress")
+        return default_to_dict(self, **settings)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ArgusAugmenter:
+        """Deserialise the component."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(
+        documents=list[Document], failed_documents=list[Document], stats=dict[str, Any]
+    )
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        """Pass every document through and add the views of those with blind-spot entities.
+
+        :param documents: The documents to augment (not modified).
+        :returns: ``documents`` (originals, each followed by its views), ``failed_documents``
+            (originals whose views could not be built) and ``stats``.
+        """
+        self.warm_up()
+        return self._finish(documents, augment_records(self._argus, _records(documents)))
+
+    @component.output_types(
+        documents=list[Document], failed_documents=list[Document], stats=dict[str, Any]
+    )
+    async def run_async(self, documents: list[Document]) -> dict[str, Any]:
+        """Async :meth:`run`: the work runs batch by batch in a worker thread.
+
+        :param documents: The documents to augment (not modified).
+        :returns: As :meth:`run`.
+        """
+        self.warm_up()
+        result = await aaugment_records(self._argus, _records(documents))
+        return self._finish(documents, result)
+
+    def _finish(self, documents: list[Document], result: AugmentResult) -> dict[str, Any]:
+        out: list[Document] = []
+        for entry in result.entries:
+            if entry.view is None:
+                out.append(documents[entry.position])
+            else:
+                view = entry.view
+                out.append(Document(id=view.id, content=view.text, meta=view.metadata))
+        reasons = dict(result.stats.failures)
+        failed = []
+        for pos in result.failed_positions:
+            doc = documents[pos]
+            failed.append(replace(doc, meta={**doc.meta, "argus_error": reasons[result.ids[pos]]}))
+            logger.warning(
+                "argus could not build views of document {doc_id}: {reason}",
+                doc_id=result.ids[pos],
+                reason=reasons[result.ids[pos]],
+            )
+        return {"documents": out, "failed_documents": failed, "stats": result.stats_dict()}
+
+
+def _records(documents: list[Document]) -> list[Record]:
+    return [Record(doc.id, doc.content, doc.meta) for doc in documents]

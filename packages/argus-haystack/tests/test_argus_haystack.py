@@ -1,0 +1,202 @@
+"""argus-haystack: the shared adapter contract, the end-to-end scenario, YAML round trips."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+from haystack.components.writers import DocumentWriter
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from argus_ir.integration import Record
+from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
+from haystack_integrations.components.augmenters.argus import ArgusAugmenter
+from haystack_integrations.components.embedders.sentence_transformers import (
+    SentenceTransformersDocumentEmbedder,
+    SentenceTransformersTextEmbedder,
+)
+from haystack_integrations.components.rankers.argus import ArgusCollapser
+
+MODEL = str(minilm_path())
+
+
+class TestContract(AdapterContract):
+    def make_adapter(self, **settings: Any) -> ArgusAugmenter:
+        return ArgusAugmenter(progress_bar=False, **settings)
+
+    def make_document(self, doc_id: str, text: str | None, metadata: dict[str, Any]) -> Document:
+        return Document(id=doc_id, content=text, meta=metadata)
+
+    def read_document(self, doc: Document) -> Record:
+        return Record(doc.id, doc.content, doc.meta)
+
+    def run(self, adapter: ArgusAugmenter, documents: list[Document]):
+        out = adapter.run(documents=documents)
+        return out["documents"], out["stats"]
+
+    def use_argus(self, adapter: ArgusAugmenter, argus: Any) -> None:
+        adapter._argus = argus
+        adapter._warm = False
+
+    def collapse(self, adapter, hits, top_k):
+        scored = [Document(id=d.id, content=d.content, meta=d.meta, score=s) for d, s in hits]
+        docs = ArgusCollapser(top_k=top_k).run(documents=scored)["documents"]
+        return [(d.id, d.score) for d in docs]
+
+
+def _corpus() -> list[Document]:
+    return [Document(id=doc_id, content=text) for doc_id, text in SCENARIO.documents]
+
+
+def _doc_embedder() -> SentenceTransformersDocumentEmbedder:
+    return SentenceTransformersDocumentEmbedder(
+        model=MODEL, local_files_only=True, progress_bar=False
+    )
+
+
+def _indexing(store: InMemoryDocumentStore, with_argus: bool) -> Pipeline:
+    pipe = Pipeline()
+    if with_argus:
+        pipe.add_component("argus", ArgusAugmenter(progress_bar=False, **SCENARIO.settings))
+    pipe.add_component("embedder", _doc_embedder())
+    pipe.add_component("writer", DocumentWriter(document_store=store))
+    if with_argus:
+        pipe.connect("argus.documents", "embedder.documents")
+    pipe.connect("embedder.documents", "writer.documents")
+    return pipe
+
+
+def _query(store: InMemoryDocumentStore, with_argus: bool, top_k: int) -> Pipeline:
+    pipe = Pipeline()
+    pipe.add_component(
+        "text_embedder",
+        SentenceTransformersTextEmbedder(model=MODEL, local_files_only=True, progress_bar=False),
+    )
+    fetch = 20 if with_argus else top_k
+    pipe.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store, top_k=fetch))
+    pipe.connect("text_embedder.embedding", "retriever.query_embedding")
+    if with_argus:
+        pipe.add_component("collapser", ArgusCollapser(top_k=top_k, document_store=store))
+        pipe.connect("retriever.documents", "collapser.documents")
+    return pipe
+
+
+def _index(pipe: Pipeline, with_argus: bool) -> dict[str, Any]:
+    first = "argus" if with_argus else "embedder"
+    return pipe.run({first: {"documents": _corpus()}}, include_outputs_from={first})
+
+
+def _ask(pipe: Pipeline, with_argus: bool) -> list[Document]:
+    out = pipe.run({"text_embedder": {"text": SCENARIO.query}})
+    return out["collapser" if with_argus else "retriever"]["documents"]
+
+
+def test_end_to_end_the_query_finds_its_document_only_with_argus():
+    plain = InMemoryDocumentStore()
+    _index(_indexing(plain, False), False)
+    missed = _ask(_query(plain, False, SCENARIO.top_k), False)
+    assert SCENARIO.target not in [d.id for d in missed]
+
+    store = InMemoryDocumentStore()
+    out = _index(_indexing(store, True), True)
+    assert out["argus"]["stats"]["views"] > 0 and out["argus"]["failed_documents"] == []
+    assert store.count_documents() == len(SCENARIO.documents) + out["argus"]["stats"]["views"]
+    found = _ask(_query(store, True, SCENARIO.top_k), True)
+    assert [d.id for d in found] == [SCENARIO.target]
+    assert found[0].content == dict(SCENARIO.documents)[SCENARIO.target]
+    assert found[0].score is not None and "argus_view" not in found[0].meta
+
+
+def test_pipelines_round_trip_through_yaml_and_run():
+    store = InMemoryDocumentStore()
+    indexing = _indexing(store, True)
+    loaded = Pipeline.loads(indexing.dumps())  # the default allowlist accepts our modules
+    augmenter = loaded.get_component("argus")
+    assert isinstance(augmenter, ArgusAugmenter)
+    assert augmenter.to_dict() == indexing.get_component("argus").to_dict()
+    _index(loaded, True)
+    loaded_store = loaded.get_component("writer").document_store
+    assert loaded_store.count_documents() > len(SCENARIO.documents)
+
+    query = Pipeline.loads(_query(loaded_store, True, SCENARIO.top_k).dumps())
+    collapser = query.get_component("collapser")
+    assert isinstance(collapser, ArgusCollapser) and collapser.top_k == SCENARIO.top_k
+    # a loaded InMemoryDocumentStore is a new, empty store: point both at the filled one
+    query.get_component("retriever").document_store = loaded_store
+    collapser.document_store = loaded_store
+    assert [d.id for d in _ask(query, True)] == [SCENARIO.target]
+
+
+def test_warm_up_is_idempotent_and_loads_once():
+    augmenter = ArgusAugmenter(progress_bar=False)
+    augmenter.warm_up()
+    encoder = augmenter._argus._loaded["encoder"]
+    augmenter.warm_up()
+    assert augmenter._argus._loaded["encoder"] is encoder
+
+
+def test_run_async_matches_run():
+    augmenter = ArgusAugmenter(progress_bar=False, batch_size=5, **SCENARIO.settings)
+    docs = _corpus()
+    sync_out = augmenter.run(documents=docs)
+    async_out = asyncio.run(augmenter.run_async(documents=docs))
+    assert async_out["documents"] == sync_out["documents"]
+    assert async_out["stats"] == sync_out["stats"]
+
+
+def test_async_pipeline_run():
+    store = InMemoryDocumentStore()
+    pipe = _indexing(store, True)
+    asyncio.run(pipe.run_async({"argus": {"documents": _corpus()}}))
+    assert store.count_documents() > len(SCENARIO.documents)
+
+
+def test_documents_are_never_mutated():
+    docs = [
+        Document(id="film-1", content=dict(SCENARIO.documents)["film-1"], meta={"n": [1, 2]}),
+        Document(content=None, meta={"kind": "blob"}),
+    ]
+    before = copy.deepcopy(docs)
+    out = ArgusAugmenter(progress_bar=False).run(documents=docs)
+    assert docs == before
+    assert out["documents"][0] is docs[0] and len(out["documents"]) > 2
+
+
+def test_failed_documents_carry_the_error():
+    from argus_ir import Argus
+    from argus_ir.kb import ReferenceKB
+
+    class Offline(ReferenceKB):
+        def lookup(self, surface, k=2):
+            raise RuntimeError("KB offline")
+
+    kb = ReferenceKB.default()
+    augmenter = ArgusAugmenter(progress_bar=False)
+    augmenter._argus = Argus(kb=Offline(kb.passages, kb.index, kb.fingerprint))
+    docs = _corpus()[:3]
+    out = augmenter.run(documents=docs)
+    assert out["documents"] == docs  # originals only
+    failed_ids = [d.id for d in out["failed_documents"]]
+    assert failed_ids == ["film-1", "sci-1"]  # the two with flagged entities (film-2 has none)
+    assert all("KB offline" in d.meta["argus_error"] for d in out["failed_documents"])
+
+
+def test_collapser_without_scores_uses_retriever_order():
+    docs = [
+        Document(id="v1", content="view", meta={"argus_source_id": "a", "argus_view": "expansion"}),
+        Document(id="b", content="b"),
+        Document(id="a", content="a"),
+    ]
+    out = ArgusCollapser().run(documents=docs)["documents"]
+    assert [d.id for d in out] == ["a", "b"] and out[0].content == "a"
+
+
+def test_collapser_rejects_bad_settings():
+    with pytest.raises(ValueError, match="how"):
+        ArgusCollapser(how="mean")
+    with pytest.raises(ValueError, match="top_k"):
+        ArgusCollapser(top_k=0)

@@ -1,0 +1,138 @@
+"""The query-time step: :class:`ArgusRetriever` and :func:`collapse_documents`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import Field, model_validator
+
+from argus_ir.collapse import SourceHits, fold_hits
+
+__all__ = ["ArgusRetriever", "collapse_documents"]
+
+
+def collapse_documents(
+    hits: Sequence[tuple[Document, float]] | Sequence[Document],
+    *,
+    top_k: int | None = None,
+    how: str = "max",
+) -> list[SourceHits[Document]]:
+    """Fold hits on originals and views into one entry per source document.
+
+    Args:
+        hits: ``(document, score)`` pairs (higher is better), or documents in rank order.
+        top_k: Keep this many sources.
+        how: ``"max"`` (a source scores as its best hit) or ``"sum"``.
+
+    Returns:
+        One :class:`argus_ir.collapse.SourceHits` per source, best first: ``source_id``,
+        ``score``, its ``hits`` and the ``original`` when the original itself was among them.
+    """
+    pairs: list[tuple[Document, float | None]] = [
+        (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
+    ]
+    folded = fold_hits(
+        pairs,
+        id_of=lambda p: p[0].id or "",
+        metadata_of=lambda p: p[0].metadata,
+        score_of=lambda p: p[1],
+        how=how,
+        top_k=top_k,
+    )
+    return [
+        SourceHits(
+            f.source_id,
+            f.score,
+            tuple(doc for doc, _ in f.hits),
+            None if f.original is None else f.original[0],
+        )
+        for f in folded
+    ]
+
+
+class ArgusRetriever(BaseRetriever):
+    """Search a vector store that holds argus views; return one original document per source.
+
+    It asks the store for ``fetch_k`` hits with scores, folds views into their source document
+    (best score by default) and returns the top ``k`` sources as the *original* documents: taken
+    from the hits when the original was retrieved itself, else fetched from the store by id
+    (``get_by_ids``). A store that cannot fetch by id gives the best-scoring view instead.
+
+    Example:
+        >>> retriever = ArgusRetriever(vectorstore=store, k=4)  # doctest: +SKIP
+        >>> retriever.invoke("who starred in Casablanca?")  # doctest: +SKIP
+    """
+
+    vectorstore: VectorStore
+    """The store the originals and their views were added to."""
+    k: int = 4
+    """Source documents to return."""
+    fetch_k: int | None = None
+    """Hits to fetch before folding (default ``max(20, 5 * k)``: views crowd the top ranks)."""
+    how: str = "max"
+    """``"max"`` or ``"sum"`` of a source's hit scores."""
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Passed on to ``similarity_search_with_score`` (a filter, for instance)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ArgusRetriever:
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        if self.how not in ("max", "sum"):
+            raise ValueError(f"how must be 'max' or 'sum', got {self.how!r}")
+        return self
+
+    def _fetch_k(self, k: int) -> int:
+        return self.fetch_k if self.fetch_k is not None else max(20, 5 * k)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        k = int(kwargs.pop("k", self.k))
+        hits = self.vectorstore.similarity_search_with_score(
+            query, k=self._fetch_k(k), **{**self.search_kwargs, **kwargs}
+        )
+        folded = collapse_documents(hits, top_k=k, how=self.how)
+        missing = [f.source_id for f in folded if f.original is None]
+        fetched = self._get_by_ids(missing) if missing else {}
+        return [_result(f, fetched) for f in folded]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        k = int(kwargs.pop("k", self.k))
+        hits = await self.vectorstore.asimilarity_search_with_score(
+            query, k=self._fetch_k(k), **{**self.search_kwargs, **kwargs}
+        )
+        folded = collapse_documents(hits, top_k=k, how=self.how)
+        missing = [f.source_id for f in folded if f.original is None]
+        fetched = await self._aget_by_ids(missing) if missing else {}
+        return [_result(f, fetched) for f in folded]
+
+    def _get_by_ids(self, ids: list[str]) -> dict[str, Document]:
+        try:
+            docs = self.vectorstore.get_by_ids(ids)
+        except NotImplementedError:
+            return {}
+        return {d.id: d for d in docs if d.id is not None}
+
+    async def _aget_by_ids(self, ids: list[str]) -> dict[str, Document]:
+        try:
+            docs = await self.vectorstore.aget_by_ids(ids)
+        except NotImplementedError:
+            return {}
+        return {d.id: d for d in docs if d.id is not None}
+
+
+def _result(folded: SourceHits[Document], fetched: dict[str, Document]) -> Document:
+    if folded.original is not None:
+        return folded.original
+    return fetched.get(folded.source_id, folded.best)

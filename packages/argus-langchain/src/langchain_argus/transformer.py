@@ -1,0 +1,131 @@
+"""The ingest step: :class:`ArgusDocumentTransformer`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import BaseDocumentTransformer, Document
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from argus_ir import Argus
+from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
+from argus_ir.synthesis import PROMPT_VERSION
+
+__all__ = ["ArgusDocumentTransformer"]
+
+
+class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
+    """Add support views of documents whose entities the retriever cannot reach.
+
+    Every input document comes out first and unchanged, followed by its views (more
+    :class:`~langchain_core.documents.Document` objects whose metadata names their source in
+    ``argus_source_id``). Index them all in the same vector store; retrieve through
+    :class:`~langchain_argus.ArgusRetriever`, which folds views back into their source.
+
+    A document without an ``id`` comes out as a copy that carries a content-derived id, because its
+    views must be able to point at it; give your documents ids to keep them as they are.
+
+    The fields are :class:`argus_ir.Argus` settings; models load on first use.
+
+    Example:
+        >>> from langchain_argus import ArgusDocumentTransformer
+        >>> argus = ArgusDocumentTransformer(remedy="expansion", k_aug=2)
+        >>> docs = argus.transform_documents(documents)  # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    retriever: str = "minilm"
+    """The retriever your index uses (alias, model id or folder): ``"minilm"``, ``"mpnet"``..."""
+    probe: str | None = None
+    """A probe folder (default: the probe shipped for ``retriever`` at ``k``)."""
+    k: int = 10
+    tau: float | None = None
+    remedy: str = "expansion"
+    k_aug: int = 2
+    kb: str | None = None
+    context_threshold: float | None = None
+    llm: str | None = None
+    prompt_version: str = PROMPT_VERSION
+    ner_model: str | None = None
+    backend: str = "st"
+    device: str | None = None
+    encoder_batch_size: int = 64
+    batch_size: int = 64
+    show_progress: bool = False
+
+    _argus: Argus | None = PrivateAttr(default=None)
+    _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def from_argus(cls, argus: Argus) -> ArgusDocumentTransformer:
+        """Wrap a configured :class:`argus_ir.Argus` (its KB or LLM may be objects)."""
+        fields = {
+            name: getattr(argus, name)
+            for name in cls.model_fields
+            if isinstance(getattr(argus, name, None), str | int | float | bool | type(None))
+        }
+        transformer = cls(**fields)
+        transformer._argus = argus
+        return transformer
+
+    @property
+    def argus(self) -> Argus:
+        """The :class:`argus_ir.Argus` behind this step (built from the fields on first use)."""
+        if self._argus is None:
+            self._argus = Argus(**self.model_dump())
+        return self._argus
+
+    @property
+    def last_stats(self) -> dict[str, Any]:
+        """What the last call did: documents, flagged entities, views, skipped inputs, failures."""
+        return dict(self._last_stats)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields:
+            self._argus = None  # a changed setting rebuilds the facade
+
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
+        """Return every document followed by its views.
+
+        Args:
+            documents: The documents (not modified).
+            show_progress: Override the field for this call.
+        """
+        records = _records(documents)
+        result = augment_records(self.argus, records, show_progress=kwargs.get("show_progress"))
+        return self._finish(documents, result)
+
+    async def atransform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
+        """Async :meth:`transform_documents`: the work runs batch by batch in a worker thread, so
+        the event loop stays responsive and a cancellation stops at the next batch."""
+        records = _records(documents)
+        result = await aaugment_records(
+            self.argus, records, show_progress=kwargs.get("show_progress")
+        )
+        return self._finish(documents, result)
+
+    def _finish(self, documents: Sequence[Document], result: AugmentResult) -> list[Document]:
+        out: list[Document] = []
+        for entry in result.entries:
+            source = documents[entry.position]
+            if entry.view is None:
+                doc_id = result.ids[entry.position]
+                out.append(
+                    source if source.id == doc_id else source.model_copy(update={"id": doc_id})
+                )
+            else:
+                view = entry.view
+                out.append(Document(page_content=view.text, metadata=view.metadata, id=view.id))
+        self._last_stats = result.stats_dict()
+        return out
+
+
+def _records(documents: Sequence[Document]) -> list[Record]:
+    return [Record(doc.id, doc.page_content, doc.metadata) for doc in documents]

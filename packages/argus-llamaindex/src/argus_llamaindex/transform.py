@@ -1,0 +1,164 @@
+"""The ingest step: :class:`ArgusTransform`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from llama_index.core.schema import BaseNode, NodeRelationship, TextNode, TransformComponent
+from pydantic import Field, PrivateAttr, model_validator
+
+from argus_ir import Argus
+from argus_ir.integration import (
+    ARGUS_KEYS,
+    AugmentResult,
+    Record,
+    aaugment_records,
+    augment_records,
+)
+from argus_ir.synthesis import PROMPT_VERSION
+
+__all__ = ["ArgusTransform"]
+
+
+class ArgusTransform(TransformComponent):
+    """Add support views of nodes whose entities the retriever cannot reach.
+
+    Use it in an ``IngestionPipeline`` before the embedding model. Every input node comes out first
+    and unchanged, followed by its views: ``TextNode`` objects whose metadata names their source
+    node in ``argus_source_id``. A view copies its original's metadata (so metadata filters still
+    match it), keeps the ``argus_*`` keys out of embeddings and LLM prompts, and belongs to the same
+    source document (its ``SOURCE`` relationship is the original's source, or the original itself
+    when the original is a document), so ``delete_ref_doc`` removes views with their document. At
+    query time add :class:`~argus_llamaindex.ArgusPostprocessor`.
+
+    Every setting that changes the output is a public field, including ``probe_checksum`` and
+    ``kb_fingerprint`` (filled from the probe and KB files when left empty), so the pipeline's cache
+    misses when a setting, a retrained probe or an edited KB changes. The transform pickles without
+    its models, for ``num_workers > 1``.
+
+    Example:
+        >>> from argus_llamaindex import ArgusTransform
+        >>> pipeline = IngestionPipeline(transformations=[ArgusTransform(), embed_model])  # doctest: +SKIP
+    """
+
+    retriever: str = Field(default="minilm", description="Retriever the index uses.")
+    probe: str | None = Field(default=None, description="Probe folder (default: shipped).")
+    probe_checksum: str = Field(default="", description="Content hash of the probe folder.")
+    k: int = Field(default=10, description="Retrieval budget of the shipped probe.")
+    tau: float | None = Field(default=None, description="Flagging threshold (probe's: 0.3).")
+    remedy: str = Field(default="expansion", description="expansion, descriptor or synthesis.")
+    k_aug: int = Field(default=2, description="KB passages per flagged entity.")
+    kb: str | None = Field(default=None, description="KB folder or passages file.")
+    kb_fingerprint: str = Field(default="", description="Identity of the KB's content.")
+    context_threshold: float | None = Field(default=None, description="Context check cut-off.")
+    llm: str | None = Field(default=None, description="Synthesis backend spec.")
+    prompt_version: str = Field(default=PROMPT_VERSION, description="Synthesis prompt.")
+    ner_model: str | None = Field(default=None, description="spaCy pipeline for mentions.")
+    backend: str = Field(default="st", description="Retriever backend: st or transformers.")
+    device: str | None = Field(default=None, description="Torch device.")
+    encoder_batch_size: int = Field(default=64, description="Windows per forward pass.")
+    batch_size: int = Field(default=64, description="Documents per batch.")
+    show_progress: bool = Field(
+        default=False, exclude=True, description="Progress bar (not part of the cache key)."
+    )
+
+    _argus: Argus | None = PrivateAttr(default=None)
+    _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fingerprint(self) -> ArgusTransform:
+        card = self._facade().settings_card()  # validates the settings; reads files, no model
+        if not self.probe_checksum:
+            object.__setattr__(self, "probe_checksum", card["probe"])
+        if not self.kb_fingerprint:
+            object.__setattr__(self, "kb_fingerprint", card["kb"])
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name not in type(self).model_fields:
+            return
+        self._argus = None  # a changed setting rebuilds the facade
+        if name in ("retriever", "probe", "k", "kb"):  # and re-reads the files they name
+            card = self._facade().settings_card()
+            object.__setattr__(self, "probe_checksum", card["probe"])
+            object.__setattr__(self, "kb_fingerprint", card["kb"])
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ArgusTransform"
+
+    def _facade(self) -> Argus:
+        names = {f.name for f in fields(Argus) if f.init} & set(type(self).model_fields)
+        return Argus(**{name: getattr(self, name) for name in names})
+
+    @property
+    def argus(self) -> Argus:
+        """The :class:`argus_ir.Argus` behind this step (built on first use)."""
+        if self._argus is None:
+            self._argus = self._facade()
+        return self._argus
+
+    @property
+    def last_stats(self) -> dict[str, Any]:
+        """What the last call in this process did (worker processes keep their own)."""
+        return dict(self._last_stats)
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Return every node followed by its views.
+
+        ``show_progress`` (a keyword, else the field) shows a bar over documents; the pipeline
+        passes its own extra keywords to every transform, not its ``show_progress``.
+        """
+        show = bool(kwargs.get("show_progress", self.show_progress))
+        result = augment_records(self.argus, _records(nodes), show_progress=show)
+        return self._finish(nodes, result)
+
+    async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Async :meth:`__call__`: batches run in a worker thread, the event loop stays free."""
+        show = bool(kwargs.get("show_progress", self.show_progress))
+        result = await aaugment_records(self.argus, _records(nodes), show_progress=show)
+        return self._finish(nodes, result)
+
+    def _finish(self, nodes: Sequence[BaseNode], result: AugmentResult) -> list[BaseNode]:
+        out: list[BaseNode] = []
+        for entry in result.entries:
+            original = nodes[entry.position]
+            if entry.view is None:
+                out.append(original)
+                continue
+            view = entry.view
+            hidden = [k for k in ARGUS_KEYS if k in view.metadata]
+            source = original.source_node or original.as_related_node_info()
+            node = TextNode(
+                id_=view.id,
+                text=view.text,
+                metadata=view.metadata,
+                excluded_embed_metadata_keys=_merge(original.excluded_embed_metadata_keys, hidden),
+                excluded_llm_metadata_keys=_merge(original.excluded_llm_metadata_keys, hidden),
+                relationships={NodeRelationship.SOURCE: source},
+            )
+            node.metadata_template = original.metadata_template
+            node.metadata_separator = original.metadata_separator
+            node.text_template = getattr(original, "text_template", node.text_template)
+            out.append(node)
+        self._last_stats = result.stats_dict()
+        return out
+
+
+def _merge(keys: list[str], more: list[str]) -> list[str]:
+    return list(keys) + [k for k in more if k not in keys]
+
+
+def _text(node: BaseNode) -> str | None:
+    """A node's text: a ``TextNode``'s, a ``Document``'s text resource; ``None`` for media."""
+    if isinstance(node, TextNode):
+        return node.text
+    resource = getattr(node, "text_resource", None)
+    return None if resource is None else resource.text
+
+
+def _records(nodes: Sequence[BaseNode]) -> list[Record]:
+    return [Record(node.node_id, _text(node), node.metadata) for node in nodes]

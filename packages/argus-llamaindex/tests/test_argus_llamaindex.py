@@ -1,0 +1,236 @@
+"""argus-llamaindex: the shared adapter contract, the end-to-end scenario, caching, pickling."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from typing import Any
+
+import pytest
+from llama_index.core import VectorStoreIndex
+from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.ingestion import IngestionCache, IngestionPipeline
+from llama_index.core.schema import (
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    TextNode,
+)
+from pydantic import PrivateAttr
+
+from argus_ir.integration import Record
+from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
+from argus_llamaindex import ArgusPostprocessor, ArgusTransform
+
+
+class MiniLM(BaseEmbedding):
+    """The offline all-MiniLM-L6-v2 through sentence-transformers."""
+
+    _model: Any = PrivateAttr()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(model_name="all-MiniLM-L6-v2", **kwargs)
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(minilm_path()), device="cpu")
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        return self._model.encode(texts, normalize_embeddings=True).tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embed([query])[0]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embed([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embed(texts)
+
+
+@pytest.fixture(scope="module")
+def embed_model() -> MiniLM:
+    return MiniLM()
+
+
+class TestContract(AdapterContract):
+    def make_adapter(self, **settings: Any) -> ArgusTransform:
+        return ArgusTransform(**settings)
+
+    def make_document(self, doc_id: str, text: str | None, metadata: dict[str, Any]) -> Document:
+        if text is None:  # a document with no text resource (an image, say)
+            return Document(id_=doc_id, metadata=metadata)
+        return Document(id_=doc_id, text=text, metadata=metadata)
+
+    def read_document(self, doc: Any) -> Record:
+        resource = getattr(doc, "text_resource", None)
+        text = doc.text if isinstance(doc, TextNode) else resource and resource.text
+        return Record(doc.node_id, text, doc.metadata)
+
+    def run(self, adapter: ArgusTransform, documents: list[Any]):
+        return list(adapter(documents)), adapter.last_stats
+
+    def use_argus(self, adapter: ArgusTransform, argus: Any) -> None:
+        adapter._argus = argus
+
+    def collapse(self, adapter, hits, top_k):
+        nodes = [NodeWithScore(node=n, score=s) for n, s in hits]
+        out = ArgusPostprocessor(top_k=top_k).postprocess_nodes(nodes)
+        return [(n.node.node_id, n.score) for n in out]
+
+
+def _corpus() -> list[Document]:
+    return [Document(id_=doc_id, text=text) for doc_id, text in SCENARIO.documents]
+
+
+class Counting(ArgusTransform):
+    """Counts real calls (a cache hit makes none)."""
+
+    _calls: int = PrivateAttr(default=0)
+
+    @property
+    def calls(self) -> int:
+        return self._calls
+
+    def __call__(self, nodes, **kwargs):
+        self._calls += 1
+        return super().__call__(nodes, **kwargs)
+
+
+def test_end_to_end_the_query_finds_its_document_only_with_argus(embed_model):
+    plain = VectorStoreIndex(_corpus(), embed_model=embed_model)
+    missed = plain.as_retriever(similarity_top_k=SCENARIO.top_k).retrieve(SCENARIO.query)
+    assert SCENARIO.target not in [n.node.node_id for n in missed]
+
+    pipeline = IngestionPipeline(transformations=[ArgusTransform(**SCENARIO.settings), embed_model])
+    nodes = pipeline.run(documents=_corpus())
+    index = VectorStoreIndex(nodes, embed_model=embed_model)
+    hits = index.as_retriever(similarity_top_k=20).retrieve(SCENARIO.query)
+    post = ArgusPostprocessor(top_k=SCENARIO.top_k, docstore=index.docstore)
+    found = post.postprocess_nodes(hits, query_str=SCENARIO.query)
+    assert [n.node.node_id for n in found] == [SCENARIO.target]
+    assert found[0].node.get_content() == dict(SCENARIO.documents)[SCENARIO.target]
+
+
+def test_query_engine_uses_the_postprocessor(embed_model, monkeypatch):
+    from llama_index.core import Settings
+    from llama_index.core.llms.mock import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.response_synthesizers import get_response_synthesizer
+
+    nodes = IngestionPipeline(transformations=[ArgusTransform(**SCENARIO.settings)]).run(
+        documents=_corpus()
+    )
+    index = VectorStoreIndex(nodes, embed_model=embed_model)
+    monkeypatch.setattr(Settings, "_llm", MockLLM())  # no OpenAI key here; never prompted
+    engine = RetrieverQueryEngine(
+        retriever=index.as_retriever(similarity_top_k=20),
+        node_postprocessors=[ArgusPostprocessor(top_k=3, docstore=index.docstore)],
+        # no_text: the engine retrieves and postprocesses but never prompts the (stand-in) LLM
+        response_synthesizer=get_response_synthesizer(response_mode="no_text", llm=MockLLM()),
+    )
+    response = engine.query(SCENARIO.query)
+    ids = [n.node.node_id for n in response.source_nodes]
+    assert ids[0] == SCENARIO.target and len(ids) == len(set(ids)) == 3
+
+
+def test_cache_hits_on_rerun_and_misses_when_tau_changes():
+    cache = IngestionCache()
+    first = Counting(**SCENARIO.settings)
+    out1 = IngestionPipeline(transformations=[first], cache=cache).run(documents=_corpus())
+    again = Counting(**SCENARIO.settings)
+    out2 = IngestionPipeline(transformations=[again], cache=cache).run(documents=_corpus())
+    assert (first.calls, again.calls) == (1, 0)  # the rerun came from the cache
+    assert [n.node_id for n in out2] == [n.node_id for n in out1]
+    assert again._argus is None  # not even a model loaded
+    other = Counting(**{**SCENARIO.settings, "tau": 0.2})
+    out3 = IngestionPipeline(transformations=[other], cache=cache).run(documents=_corpus())
+    assert other.calls == 1 and len(out3) < len(out1)  # fewer flagged at a lower tau
+
+
+def test_cache_key_follows_every_output_setting(tmp_path):
+    base = ArgusTransform().to_dict()
+    for change in ({"tau": 0.2}, {"k_aug": 1}, {"remedy": "descriptor"}, {"k": 50}):
+        assert ArgusTransform(**change).to_dict() != base, change
+    assert base["probe_checksum"] and base["kb_fingerprint"].startswith("default:")
+    assert ArgusTransform(show_progress=True).to_dict() == base  # a progress bar is not output
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text('{"id": "a", "title": "A", "text": "Alpha."}\n', encoding="utf-8")
+    t = ArgusTransform(kb=str(kb))
+    before = t.to_dict()["kb_fingerprint"]
+    kb.write_text('{"id": "a", "title": "A", "text": "Beta."}\n', encoding="utf-8")
+    assert ArgusTransform(kb=str(kb)).to_dict()["kb_fingerprint"] != before  # edited file
+
+
+def test_views_keep_lineage_relationships_and_hidden_keys():
+    doc = Document(
+        id_="film-1",
+        text=dict(SCENARIO.documents)["film-1"],
+        metadata={"file_name": "films.txt"},
+        excluded_embed_metadata_keys=["file_name"],
+    )
+    out = ArgusTransform(**SCENARIO.settings)([doc])
+    assert out[0] is doc and len(out) == 3
+    for view in out[1:]:
+        assert view.relationships[NodeRelationship.SOURCE].node_id == "film-1"
+        assert view.ref_doc_id == "film-1"
+        assert "argus_source_id" in view.excluded_embed_metadata_keys
+        assert "argus_rps" in view.excluded_llm_metadata_keys
+        assert "file_name" in view.excluded_embed_metadata_keys
+        embedded = view.get_content(metadata_mode=MetadataMode.EMBED)
+        assert "argus" not in embedded and view.text in embedded
+
+
+def test_views_of_chunks_belong_to_the_chunks_document():
+    from llama_index.core.node_parser import SentenceSplitter
+
+    doc = Document(id_="doc-1", text=dict(SCENARIO.documents)["film-1"] + " " + "Filler. " * 5)
+    pipeline = IngestionPipeline(
+        transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0), ArgusTransform()]
+    )
+    nodes = pipeline.run(documents=[doc])
+    views = [n for n in nodes if "argus_view" in n.metadata]
+    chunk_ids = {n.node_id for n in nodes if "argus_view" not in n.metadata}
+    assert views and all(v.metadata["argus_source_id"] in chunk_ids for v in views)
+    assert all(v.ref_doc_id == "doc-1" for v in views)  # delete_ref_doc removes them too
+
+
+def test_non_text_nodes_pass_through():
+    from llama_index.core.schema import ImageNode
+
+    image = ImageNode(id_="img", image_url="file:///tmp/x.png")
+    out = ArgusTransform()([image])
+    assert out == [image]
+
+
+def test_pickles_without_models_and_runs_in_worker_processes():
+    transform = ArgusTransform(**SCENARIO.settings)
+    local = transform(_corpus())
+    clone = pickle.loads(pickle.dumps(transform))
+    assert clone.to_dict() == transform.to_dict()
+    pipeline = IngestionPipeline(transformations=[ArgusTransform(**SCENARIO.settings)])
+    nodes = pipeline.run(documents=_corpus(), num_workers=2)
+    assert sorted(n.node_id for n in nodes) == sorted(n.node_id for n in local)
+
+
+def test_async_path_matches_sync():
+    transform = ArgusTransform(**SCENARIO.settings, batch_size=4)
+    sync_ids = [n.node_id for n in transform(_corpus())]
+    pipeline = IngestionPipeline(transformations=[transform])
+    async_nodes = asyncio.run(pipeline.arun(documents=_corpus()))
+    assert [n.node_id for n in async_nodes] == sync_ids
+
+
+def test_a_changed_setting_rebuilds_and_refingerprints(tmp_path):
+    t = ArgusTransform()
+    first = t.argus
+    t.tau = 0.1
+    assert t.argus is not first and t.argus.tau == 0.1
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text('{"id": "a", "title": "A", "text": "Alpha."}\n', encoding="utf-8")
+    before = t.kb_fingerprint
+    t.kb = str(kb)
+    assert t.kb_fingerprint != before and t.kb_fingerprint.startswith("file:")
