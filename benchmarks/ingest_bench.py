@@ -5,7 +5,9 @@
 (b) ARGUS diagnosis: NER, one retriever pass per document (mention span vectors *and* the document
     vector the index needs) and the probe;
 (c) full expansion ingest: (b) + KB lookups + expansion views + embedding the views. The originals'
-    vectors come from (b), so (c) embeds only what is new.
+    vectors come from (b), so (c) embeds only what is new;
+(b16) (b) with the diagnosis pass under bfloat16 autocast (``precision="bf16"``), and how far its
+    predictions move from (b): flag agreement, RPS correlation, document-vector cosine.
 
 Reported: docs/s, b/a, c/a, the NER share of (b), flagged entities and views per document. Run with
 ``nox -s bench -- ingest`` or ``python benchmarks/ingest_bench.py --shared-data ../shared/data``.
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
 
+    import numpy as np
     import torch
 
     from argus_ir import Argus, RemedyStats
@@ -90,6 +93,24 @@ def main() -> None:
     st_model.encode([v.text for v in views], batch_size=64, show_progress_bar=False)
     c = time.perf_counter() - t0
 
+    fast = Argus(
+        retriever=args.model, remedy="expansion", batch_size=args.batch_size, precision="bf16"
+    )
+    list(fast.diagnose(docs[:64]))  # loads its own encoder and warms it
+    t0 = time.perf_counter()
+    fast_diagnoses = list(fast.diagnose(docs))
+    b16 = time.perf_counter() - t0
+    same = total = 0
+    rps32, rps16, cosines = [], [], []
+    for d32, d16 in zip(diagnoses, fast_diagnoses, strict=True):
+        for e32, e16 in zip(d32.entities, d16.entities, strict=True):
+            total += 1
+            same += e32.flagged == e16.flagged
+            rps32.append(e32.rps)
+            rps16.append(e16.rps)
+        v32, v16 = d32.doc_vector, d16.doc_vector
+        cosines.append(float(v32 @ v16 / (np.linalg.norm(v32) * np.linalg.norm(v16))))
+
     n = len(docs)
     row = {
         "dataset": args.dataset,
@@ -107,6 +128,12 @@ def main() -> None:
         "ner_s": round(ner_s, 2),
         "encoder_s": round(enc_s, 2),
         "ner_share_of_b": round(ner_s / b, 3),
+        "b16_diagnose_bf16_s": round(b16, 2),
+        "b16_over_a": round(b16 / a, 3),
+        "bf16_flag_agreement": round(same / max(total, 1), 4),
+        "bf16_rps_pearson": round(float(np.corrcoef(rps32, rps16)[0, 1]), 4),
+        "bf16_rps_max_abs_diff": round(float(np.max(np.abs(np.subtract(rps32, rps16)))), 4),
+        "bf16_doc_cosine_min": round(min(cosines), 5),
         "flagged_per_doc": round(sum(len(d.flagged) for d in diagnoses) / n, 3),
         "docs_with_flags": sum(bool(d.flagged) for d in diagnoses),
         "views_per_doc": round(stats.views / n, 3),

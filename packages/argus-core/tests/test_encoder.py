@@ -130,3 +130,29 @@ def test_token_span_rejects_spans_outside_the_text():
         enc.pool_span(2, 9)
     with pytest.raises(ValueError, match="not inside"):
         enc.pool_span(2, 2)
+
+
+def test_bf16_precision_stays_close_to_fp32_and_differs_from_it(minilm):
+    from argus_ir.encoder import SentenceTransformerEncoder
+
+    fast = SentenceTransformerEncoder("minilm", device="cpu", batch_size=16, precision="bf16")
+    texts = ["Yesterday the Brahmaputra flooded Guwahati again.", "Marie Curie kept her notes."]
+    ref = list(minilm.encode(texts))
+    out = list(fast.encode(texts))
+    for r, o in zip(ref, out):
+        assert o.states.dtype == np.float32 and o.doc_vector.dtype == np.float32
+        cos = float(r.doc_vector @ o.doc_vector) / float(
+            np.linalg.norm(r.doc_vector) * np.linalg.norm(o.doc_vector)
+        )
+        assert cos > 0.99
+        assert not np.array_equal(r.states, o.states)  # the pass really ran in bf16
+
+
+def test_unknown_precision_is_refused():
+    from argus_ir import Argus
+    from argus_ir.encoder import SentenceTransformerEncoder
+
+    with pytest.raises(ValueError, match="precision"):
+        SentenceTransformerEncoder("minilm", precision="fp8")
+    with pytest.raises(ValueError, match="precision"):
+        Argus(precision="int4")

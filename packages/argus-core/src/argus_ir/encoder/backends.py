@@ -39,6 +39,7 @@ class SentenceTransformerEncoder(TokenEncoder):
         batch_size: Windows per forward pass.
         stride: Window step for long texts.
         retriever_id: Id recorded in probe cards; defaults to the canonical id of ``model``.
+        precision: ``"fp32"`` or ``"bf16"`` (see :class:`~argus_ir.encoder.base.TokenEncoder`).
 
     Example:
         >>> enc = SentenceTransformerEncoder("minilm")  # doctest: +SKIP
@@ -55,8 +56,9 @@ class SentenceTransformerEncoder(TokenEncoder):
         batch_size: int = 64,
         stride: int | None = None,
         retriever_id: str | None = None,
+        precision: str = "fp32",
     ) -> None:
-        super().__init__(batch_size=batch_size, stride=stride)
+        super().__init__(batch_size=batch_size, stride=stride, precision=precision)
         st = require("sentence_transformers", "st")
         path = resolve_model(model)
         self.device = pick_device(device)
@@ -120,6 +122,7 @@ class TransformersEncoder(TokenEncoder):
         batch_size: Windows per forward pass.
         stride: Window step for long texts.
         retriever_id: Id recorded in probe cards.
+        precision: ``"fp32"`` or ``"bf16"`` (see :class:`~argus_ir.encoder.base.TokenEncoder`).
     """
 
     def __init__(
@@ -133,8 +136,9 @@ class TransformersEncoder(TokenEncoder):
         batch_size: int = 64,
         stride: int | None = None,
         retriever_id: str | None = None,
+        precision: str = "fp32",
     ) -> None:
-        super().__init__(batch_size=batch_size, stride=stride)
+        super().__init__(batch_size=batch_size, stride=stride, precision=precision)
         if pooling not in ("mean", "cls"):
             raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         tr = require("transformers", "transformers")
@@ -154,7 +158,7 @@ class TransformersEncoder(TokenEncoder):
         )
 
 
-_CACHE: dict[tuple[str, str, str | None, int], TokenEncoder] = {}
+_CACHE: dict[tuple[str, str, str | None, int, str], TokenEncoder] = {}
 
 
 def load_encoder(
@@ -163,6 +167,7 @@ def load_encoder(
     backend: str = "st",
     device: str | None = None,
     batch_size: int = 64,
+    precision: str = "fp32",
 ) -> TokenEncoder:
     """Load (and cache by settings) an encoder.
 
@@ -171,13 +176,15 @@ def load_encoder(
         backend: ``"st"`` (sentence-transformers) or ``"transformers"``.
         device: Device or ``None`` for automatic choice.
         batch_size: Windows per forward pass.
+        precision: ``"fp32"`` or ``"bf16"``.
     """
-    key = (str(model), backend, device, batch_size)
+    key = (str(model), backend, device, batch_size, precision)
     if key not in _CACHE:
+        kwargs = {"device": device, "batch_size": batch_size, "precision": precision}
         if backend == "st":
-            _CACHE[key] = SentenceTransformerEncoder(model, device=device, batch_size=batch_size)
+            _CACHE[key] = SentenceTransformerEncoder(model, **kwargs)  # type: ignore[arg-type]
         elif backend == "transformers":
-            _CACHE[key] = TransformersEncoder(model, device=device, batch_size=batch_size)
+            _CACHE[key] = TransformersEncoder(model, **kwargs)  # type: ignore[arg-type]
         else:
             raise ValueError(f"backend must be 'st' or 'transformers', got {backend!r}")
     return _CACHE[key]

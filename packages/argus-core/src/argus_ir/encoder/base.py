@@ -16,11 +16,12 @@ import numpy as np
 
 from argus_ir.encoder.windows import Window, assign_tokens, plan_windows
 
-__all__ = ["SPAN_POOLING", "EncodedText", "EncoderInfo", "TokenEncoder"]
+__all__ = ["PRECISIONS", "SPAN_POOLING", "EncodedText", "EncoderInfo", "TokenEncoder"]
 
 logger = logging.getLogger(__name__)
 
 SPAN_POOLING = "span-mean"
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,10 @@ class TokenEncoder:
     Args:
         batch_size: Windows per forward pass.
         stride: Step between window starts for long texts (default: a quarter overlap).
+        precision: ``"fp32"`` (default: the retriever's own numbers) or ``"bf16"``: the forward pass
+            under bfloat16 autocast, pooling in float32. On CPUs with native bf16 (AVX512-BF16, AMX)
+            it roughly halves the pass; the states differ slightly from fp32, so use it for
+            diagnosis speed, and keep indexing in the precision your retriever runs at.
     """
 
     model: Any
@@ -105,11 +110,16 @@ class TokenEncoder:
     info: EncoderInfo
     device: str
 
-    def __init__(self, batch_size: int = 64, stride: int | None = None) -> None:
+    def __init__(
+        self, batch_size: int = 64, stride: int | None = None, precision: str = "fp32"
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.batch_size = batch_size
         self.stride = stride
+        self.precision = precision
 
     @property
     def dim(self) -> int:
@@ -260,10 +270,16 @@ class TokenEncoder:
         for i, f in enumerate(full):
             input_ids[i, : len(f)] = torch.tensor(f, dtype=torch.long)
             mask[i, : len(f)] = 1
+        device_type = torch.device(self.device).type
+        autocast = torch.autocast(
+            device_type, dtype=torch.bfloat16, enabled=self.precision == "bf16"
+        )
         with torch.inference_mode():
-            hidden = self.model(
-                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
-            ).last_hidden_state
+            with autocast:
+                hidden = self.model(
+                    input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
+                ).last_hidden_state
+            hidden = hidden.float()
             if self.info.doc_pooling == "cls":
                 doc = hidden[:, 0]
             else:

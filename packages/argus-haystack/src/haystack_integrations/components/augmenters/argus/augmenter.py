@@ -52,6 +52,7 @@ class ArgusAugmenter:
         ner_model: str | None = None,
         backend: str = "st",
         device: str | None = None,
+        precision: str = "fp32",
         encoder_batch_size: int = 64,
         batch_size: int = 64,
         progress_bar: bool = True,
@@ -72,6 +73,8 @@ class ArgusAugmenter:
         :param ner_model: spaCy pipeline for mentions.
         :param backend: Retriever backend, ``"st"`` or ``"transformers"``.
         :param device: Torch device (default: automatic).
+        :param precision: The diagnosis pass, ``"fp32"`` or ``"bf16"`` (faster on CPUs with
+            native bfloat16).
         :param encoder_batch_size: Windows per retriever forward pass.
         :param batch_size: Documents per batch.
         :param progress_bar: Show a progress bar over documents.
@@ -89,6 +92,7 @@ class ArgusAugmenter:
         self.ner_model = ner_model
         self.backend = backend
         self.device = device
+        self.precision = precision
         self.encoder_batch_size = encoder_batch_size
         self.batch_size = batch_size
         self.progress_bar = progress_bar
@@ -110,6 +114,7 @@ class ArgusAugmenter:
             "ner_model": self.ner_model,
             "backend": self.backend,
             "device": self.device,
+            "precision": self.precision,
             "encoder_batch_size": self.encoder_batch_size,
             "batch_size": self.batch_size,
             "show_progress": self.progress_bar,
