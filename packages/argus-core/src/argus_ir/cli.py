@@ -246,6 +246,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common_encoder(p)
 
+    p = sub.add_parser(
+        "evaluate",
+        help="retrieval quality of each remedy on BEIR datasets (nDCG, recall, significance)",
+        description="For each BEIR folder (corpus.jsonl, queries*.jsonl, qrels/SPLIT.tsv): the "
+        "retriever embeds the corpus, diagnoses it and ranks; each remedy's views are indexed "
+        "beside the originals, search is exact, views collapse to their source documents, and "
+        "nDCG/recall come from ir-measures with a paired t-test against the original index.",
+    )
+    p.add_argument("datasets", type=Path, nargs="+", help="BEIR dataset folders")
+    p.add_argument("--out", type=Path, required=True, help="folder for results.json/.md, per_query")
+    p.add_argument("--split", default="test", help="qrels split (default: test)")
+    p.add_argument(
+        "--remedy",
+        default="original,expansion",
+        help="comma-separated conditions: original, expansion, descriptor, synthesis",
+    )
+    p.add_argument("--k-aug", type=int, default=2, help="KB passages per flagged entity (2)")
+    p.add_argument("--kb", default=None, help="KB folder or passages file (default: shipped)")
+    p.add_argument("--context-threshold", type=float, default=None, help="context check cut-off")
+    p.add_argument("--llm", default="transformers", help="synthesis backend spec")
+    p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
+    p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
+    p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's)")
+    p.add_argument("--depth", type=int, default=100, help="source documents ranked per query")
+    p.add_argument("--max-queries", type=int, default=0, help="evaluate the first N queries only")
+    p.add_argument(
+        "--precision", choices=("fp32", "bf16"), default="fp32", help="the diagnosis pass"
+    )
+    _common_encoder(p)
+
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
     p.add_argument("--audit", type=Path, required=True)
     p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
@@ -571,12 +601,51 @@ def _doc_row(doc_id: str, diagnosis: Diagnosis, views: int) -> dict[str, object]
     }
 
 
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from argus_ir.evaluate import evaluate, load_beir, results_markdown, write_results
+
+    remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
+    results = []
+    for folder in args.datasets:
+        data = load_beir(folder, args.split)
+        if args.max_queries:
+            keep = sorted(data.queries)[: args.max_queries]
+            data.queries = {q: data.queries[q] for q in keep}
+            data.qrels = {q: data.qrels[q] for q in keep}
+        print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
+        results.append(
+            evaluate(
+                data,
+                remedies=remedies,
+                depth=args.depth,
+                show_progress=not args.quiet,
+                retriever=args.model,
+                backend=args.backend,
+                device=args.device,
+                precision=args.precision,
+                encoder_batch_size=args.batch_size,
+                probe=args.probe,
+                k=args.k,
+                tau=args.tau,
+                k_aug=args.k_aug,
+                kb=args.kb,
+                context_threshold=args.context_threshold,
+                llm=args.llm,
+            )
+        )
+    out = write_results(results, args.out)
+    print(results_markdown(results), end="")
+    print(f"-> {out}/results.md, results.json, per_query.jsonl")
+    return 0
+
+
 _COMMANDS = {
     "demo": _cmd_demo,
     "audit": _cmd_audit,
     "train-probe": _cmd_train,
     "diagnose": _cmd_diagnose,
     "augment": _cmd_augment,
+    "evaluate": _cmd_evaluate,
     "report": _cmd_report,
 }
 

@@ -1,0 +1,463 @@
+"""Retrieval evaluation of argus remedies on BEIR-format datasets (the paper's protocol, §6).
+
+One retriever embeds the corpus, diagnoses it and ranks (the strict retriever-consistent rule; only
+the KB lookup is lexical). Each condition indexes the originals (``"original"``) or the originals
+plus one remedy's views; search is exact (inner product over all entries), hits over views are
+collapsed to their source documents (:func:`argus_ir.collapse.collapse`, best score), and the
+ranked sources are scored with ``ir-measures``. Every remedy is compared with ``"original"`` by a
+paired t-test over queries, which the paper does not report.
+
+>>> data = load_beir("beir/scifact")                            # doctest: +SKIP
+>>> result = evaluate(data, remedies=("original", "expansion"))  # doctest: +SKIP
+>>> result.conditions["expansion"].aggregate["nDCG@10"]          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from argus_ir._optional import require
+from argus_ir.collapse import collapse
+from argus_ir.errors import ArgusInputError
+from argus_ir.loaders import Document
+
+__all__ = [
+    "METRICS",
+    "BeirData",
+    "Condition",
+    "EvalResult",
+    "Significance",
+    "dense_run",
+    "evaluate",
+    "load_beir",
+    "paired_test",
+    "results_markdown",
+    "score_run",
+    "write_results",
+]
+
+METRICS = ("nDCG@5", "nDCG@10", "nDCG@20", "nDCG@50", "R@10", "R@50")
+"""What every condition reports (the paper's nDCG cut-offs plus recall)."""
+
+ORIGINAL = "original"
+
+
+@dataclass
+class BeirData:
+    """A BEIR dataset: corpus, the queries that have judgements in ``split``, and the qrels."""
+
+    name: str
+    corpus: list[Document]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    split: str = "test"
+
+
+def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield line_no, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ArgusInputError(f"{path}:{line_no}: not JSON ({exc.msg})") from None
+
+
+def load_beir(folder: str | Path, split: str = "test") -> BeirData:
+    """Read ``corpus.jsonl``, ``queries_<split>.jsonl`` or ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+    Only queries with at least one judgement in the split are kept; judged documents missing from
+    the corpus are dropped from the qrels (BEIR subsets such as msmarco5k have them).
+
+    Raises:
+        ArgusInputError: A missing file, a malformed line or a query without text (file and line).
+    """
+    from argus_ir.loaders import read_documents
+
+    root = Path(folder)
+    corpus_file = root / "corpus.jsonl"
+    qrels_file = root / "qrels" / f"{split}.tsv"
+    for path in (corpus_file, qrels_file):
+        if not path.is_file():
+            raise ArgusInputError(f"{root} is not a BEIR dataset: {path.name} not found")
+    corpus = read_documents(corpus_file)
+    known = {d.id for d in corpus}
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_file, encoding="utf-8", newline="") as fh:
+        for line_no, row in enumerate(csv.reader(fh, delimiter="\t"), 1):
+            if not row or (line_no == 1 and row[0] == "query-id"):
+                continue
+            if len(row) != 3:
+                raise ArgusInputError(
+                    f"{qrels_file}:{line_no}: expected query-id, corpus-id, score"
+                )
+            qid, did, rel = row
+            try:
+                grade = int(rel)
+            except ValueError:
+                raise ArgusInputError(
+                    f"{qrels_file}:{line_no}: score {rel!r} is not an integer"
+                ) from None
+            if did in known:
+                qrels.setdefault(qid, {})[did] = grade
+    queries_file = next(
+        (p for p in (root / f"queries_{split}.jsonl", root / "queries.jsonl") if p.is_file()), None
+    )
+    if queries_file is None:
+        raise ArgusInputError(f"{root}: no queries_{split}.jsonl or queries.jsonl")
+    queries: dict[str, str] = {}
+    for line_no, rec in _read_jsonl(queries_file):
+        qid = str(rec.get("_id", rec.get("id", "")))
+        if qid in qrels:
+            text = rec.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise ArgusInputError(f"{queries_file}:{line_no}: query {qid!r} has no text")
+            queries[qid] = text
+    qrels = {q: r for q, r in qrels.items() if q in queries and any(v > 0 for v in r.values())}
+    queries = {q: t for q, t in queries.items() if q in qrels}
+    return BeirData(root.name, corpus, queries, qrels, split)
+
+
+def dense_run(
+    query_vectors: np.ndarray,
+    query_ids: Sequence[str],
+    entry_vectors: np.ndarray,
+    entry_ids: Sequence[str],
+    source_of: Mapping[str, str],
+    *,
+    depth: int = 100,
+    chunk: int = 256,
+) -> dict[str, dict[str, float]]:
+    """Exact inner-product search over all entries; views collapsed to sources (best score).
+
+    ``depth`` source documents are kept per query; enough entries are fetched that views of a
+    few sources cannot crowd others out (each source has at most ``max views + 1`` entries).
+    """
+    per_source: dict[str, int] = {}
+    for eid in entry_ids:
+        src = source_of.get(eid, eid)
+        per_source[src] = per_source.get(src, 0) + 1
+    fetch = min(len(entry_ids), depth * max(per_source.values(), default=1))
+    run: dict[str, dict[str, float]] = {}
+    for start in range(0, len(query_ids), chunk):
+        scores = query_vectors[start : start + chunk] @ entry_vectors.T
+        if fetch < scores.shape[1]:
+            top = np.argpartition(-scores, fetch - 1, axis=1)[:, :fetch]
+        else:
+            top = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1))
+        for row, qid in enumerate(query_ids[start : start + chunk]):
+            hits = [(entry_ids[j], float(scores[row, j])) for j in top[row]]
+            run[qid] = dict(collapse(hits, source_of, top_k=depth))
+    return run
+
+
+def score_run(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    metrics: Sequence[str] = METRICS,
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Aggregate and per-query metrics with ``ir-measures`` (queries missing from ``run`` score 0).
+
+    Returns:
+        ``(aggregate, per_query)``: metric -> mean over the qrels' queries, and query -> metric ->
+        value.
+    """
+    ir_measures = require("ir_measures", "eval")
+    parsed = [ir_measures.parse_measure(m) for m in metrics]
+    names = {m: str(m) for m in parsed}
+    per_query: dict[str, dict[str, float]] = {q: dict.fromkeys(metrics, 0.0) for q in qrels}
+    full_run = {q: dict(run.get(q, {})) for q in qrels}
+    for q in full_run:
+        if not full_run[q]:
+            full_run[q] = {"__none__": 0.0}  # an empty ranking still counts as a query
+    for m in ir_measures.iter_calc(parsed, qrels, full_run):
+        per_query[m.query_id][names[m.measure]] = float(m.value)
+    n = max(len(per_query), 1)
+    aggregate = {name: sum(v[name] for v in per_query.values()) / n for name in metrics}
+    return aggregate, per_query
+
+
+@dataclass(frozen=True)
+class Significance:
+    """A paired comparison of one metric between a condition and ``original``.
+
+    Attributes:
+        delta: Mean difference (condition - original).
+        t: Paired t statistic (``nan`` when every difference is equal).
+        p: Two-sided p-value (1.0 when every difference is 0).
+        n: Queries compared.
+    """
+
+    delta: float
+    t: float
+    p: float
+    n: int
+
+
+def paired_test(a: Mapping[str, float], b: Mapping[str, float]) -> Significance:
+    """Paired t-test over the queries both have (``scipy.stats.ttest_rel``), ``b`` against ``a``."""
+    from scipy import stats
+
+    qids = sorted(set(a) & set(b))
+    x = np.array([a[q] for q in qids], dtype=float)
+    y = np.array([b[q] for q in qids], dtype=float)
+    if len(qids) < 2:
+        return Significance(float(np.mean(y - x)) if qids else 0.0, math.nan, 1.0, len(qids))
+    diff = y - x
+    if np.allclose(diff, diff[0]):
+        return Significance(float(diff.mean()), math.nan, 1.0 if diff[0] == 0 else 0.0, len(qids))
+    res = stats.ttest_rel(y, x)
+    return Significance(float(diff.mean()), float(res.statistic), float(res.pvalue), len(qids))
+
+
+@dataclass
+class Condition:
+    """One indexed condition of one dataset.
+
+    Attributes:
+        name: ``"original"`` or a remedy.
+        entries: Index entries (originals + views).
+        index_growth: Entries over corpus size.
+        ingest_s: Wall time to build the index (diagnosis, remedy, embedding).
+        llm_calls: LLM prompts sent.
+        stats: The remedy's statistics (``{}`` for ``original``).
+        aggregate: Metric -> mean over queries.
+        per_query: Query -> metric -> value.
+        significance: Metric -> test against ``original`` (empty for ``original``).
+    """
+
+    name: str
+    entries: int
+    index_growth: float
+    ingest_s: float
+    llm_calls: int
+    stats: dict[str, Any]
+    aggregate: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    significance: dict[str, Significance] = field(default_factory=dict)
+
+
+@dataclass
+class EvalResult:
+    """Every condition of one dataset under one retriever."""
+
+    dataset: str
+    retriever: str
+    queries: int
+    documents: int
+    conditions: dict[str, Condition]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (per-query values are written separately)."""
+        return {
+            "dataset": self.dataset,
+            "retriever": self.retriever,
+            "queries": self.queries,
+            "documents": self.documents,
+            "conditions": {
+                name: {
+                    "entries": c.entries,
+                    "index_growth": round(c.index_growth, 4),
+                    "ingest_s": round(c.ingest_s, 2),
+                    "llm_calls": c.llm_calls,
+                    "aggregate": {k: round(v, 5) for k, v in c.aggregate.items()},
+                    "significance": {
+                        k: {"delta": s.delta, "t": s.t, "p": s.p, "n": s.n}
+                        for k, s in c.significance.items()
+                    },
+                    "stats": c.stats,
+                }
+                for name, c in self.conditions.items()
+            },
+        }
+
+
+def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarray:
+    """Embed as the retriever indexes (sentence-transformers' own encode when there is one)."""
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    st_model = getattr(encoder, "sentence_transformer", None)
+    if st_model is not None:
+        vectors = st_model.encode(
+            list(texts), batch_size=64, show_progress_bar=show_progress, convert_to_numpy=True
+        )
+        return np.asarray(vectors, dtype=np.float32)
+    return np.asarray(encoder.embed_documents(list(texts), show_progress=show_progress))
+
+
+def evaluate(
+    data: BeirData,
+    *,
+    remedies: Sequence[str] = (ORIGINAL, "expansion"),
+    depth: int = 100,
+    metrics: Sequence[str] = METRICS,
+    show_progress: bool = False,
+    **settings: Any,
+) -> EvalResult:
+    """Index and search ``data`` under each condition; score and compare with ``original``.
+
+    Args:
+        data: The dataset (see :func:`load_beir`).
+        remedies: Conditions, among ``"original"``, ``"expansion"``, ``"descriptor"``,
+            ``"synthesis"``; ``"original"`` is always evaluated (the reference).
+        depth: Source documents ranked per query.
+        metrics: ``ir-measures`` names.
+        show_progress: Progress bars.
+        **settings: :class:`~argus_ir.pipeline.Argus` settings (``retriever``, ``k_aug``, ``tau``,
+            ``kb``, ``context_threshold``, ``llm``, ...); one retriever serves every step.
+
+    Raises:
+        ValueError: An unknown remedy.
+    """
+    from argus_ir.pipeline import Argus
+    from argus_ir.remedy import KINDS, RemedyStats, apply_remedy
+
+    unknown = [r for r in remedies if r != ORIGINAL and r not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown remedies {unknown}; choose from {(ORIGINAL, *KINDS)}")
+    kinds = [r for r in dict.fromkeys(remedies) if r != ORIGINAL]
+    argus = Argus(**{**settings, "remedy": kinds[0] if kinds else "expansion"})
+    encoder = argus.diagnoser.encoder if kinds else argus._get("encoder")
+    qids = sorted(data.queries)
+    qvec = _embed(encoder, [data.queries[q] for q in qids], False)
+
+    t0 = time.perf_counter()
+    base = _embed(encoder, [d.index_text for d in data.corpus], show_progress)
+    base_s = time.perf_counter() - t0
+    doc_ids = [d.id for d in data.corpus]
+
+    conditions: dict[str, Condition] = {}
+    run = dense_run(qvec, qids, base, doc_ids, {}, depth=depth)
+    agg, per_q = score_run(data.qrels, run, metrics)
+    n_docs = len(doc_ids)
+    conditions[ORIGINAL] = Condition(ORIGINAL, n_docs, 1.0, base_s, 0, {}, agg, per_q)
+
+    diagnoses = None
+    diagnose_s = 0.0
+    for kind in kinds:
+        if diagnoses is None:
+            t0 = time.perf_counter()
+            diagnoses = list(argus.diagnose(data.corpus))
+            diagnose_s = time.perf_counter() - t0
+        stats = RemedyStats()
+        kind_argus = Argus(**{**settings, "remedy": kind})
+        kind_argus._loaded.update(
+            {k: v for k, v in argus._loaded.items() if k in ("encoder", "diagnoser", "kb")}
+        )
+        t0 = time.perf_counter()
+        views = [
+            v
+            for v in apply_remedy(
+                [(d.id, d.index_text) for d in data.corpus],
+                diagnoses,
+                kind_argus.reference_kb,
+                kind=kind,
+                k_aug=kind_argus.k_aug,
+                context=kind_argus._get("context"),
+                llm=kind_argus._get("llm"),
+                prompt_version=kind_argus.prompt_version,
+                stats=stats,
+                show_progress=show_progress,
+            )
+            if not v.is_original
+        ]
+        vvec = _embed(encoder, [v.text for v in views], show_progress)
+        ingest_s = base_s + diagnose_s + time.perf_counter() - t0
+        entry_ids = doc_ids + [v.id for v in views]
+        source_of = {v.id: v.source_id for v in views}
+        vectors = np.vstack([base, vvec]) if len(views) else base
+        run = dense_run(qvec, qids, vectors, entry_ids, source_of, depth=depth)
+        agg, per_q = score_run(data.qrels, run, metrics)
+        reference = conditions[ORIGINAL].per_query
+        sig = {m: paired_test(_metric(reference, m), _metric(per_q, m)) for m in metrics}
+        conditions[kind] = Condition(
+            kind,
+            len(entry_ids),
+            len(entry_ids) / max(n_docs, 1),
+            ingest_s,
+            stats.llm_calls,
+            stats.to_dict(),
+            agg,
+            per_q,
+            sig,
+        )
+    return EvalResult(data.name, encoder.info.retriever_id, len(qids), n_docs, conditions)
+
+
+def _metric(per_query: Mapping[str, Mapping[str, float]], metric: str) -> dict[str, float]:
+    return {q: float(v[metric]) for q, v in per_query.items()}
+
+
+def _cell(value: float, sig: Significance | None) -> str:
+    text = f"{value:.4f}"
+    if sig is None:
+        return text
+    mark = "**" if sig.p < 0.05 else ""
+    return f"{text} ({sig.delta:+.4f}{mark}, p={sig.p:.3g})"
+
+
+def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] = METRICS) -> str:
+    """A Table-2-style Markdown table: one row per dataset and condition, plus the average.
+
+    Deltas against ``original`` follow each value with the paired t-test's p (bold when < 0.05).
+    """
+    head = ["dataset", "retriever", "condition", *metrics, "index growth", "ingest s", "LLM calls"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    names: list[str] = []
+    for r in results:
+        for name, c in r.conditions.items():
+            if name not in names:
+                names.append(name)
+            cells = [_cell(c.aggregate[m], c.significance.get(m)) for m in metrics]
+            lines.append(
+                f"| {r.dataset} | {r.retriever.split('/')[-1]} | {name} | "
+                + " | ".join(cells)
+                + f" | {c.index_growth:.2f} | {c.ingest_s:.1f} | {c.llm_calls} |"
+            )
+    if len(results) > 1:
+        for name in names:
+            have = [r.conditions[name] for r in results if name in r.conditions]
+            if len(have) == len(results):
+                means = [sum(c.aggregate[m] for c in have) / len(have) for m in metrics]
+                growth = sum(c.index_growth for c in have) / len(have)
+                lines.append(
+                    f"| Full Benchmark Avg | | {name} | "
+                    + " | ".join(f"{v:.4f}" for v in means)
+                    + f" | {growth:.2f} | | |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def write_results(results: Sequence[EvalResult], out: str | Path) -> Path:
+    """Write ``results.json``, ``per_query.jsonl`` and ``results.md`` into folder ``out``."""
+    from argus_ir._io import atomic_path
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_path(folder / "results.json") as tmp:
+        tmp.write_text(json.dumps([r.to_dict() for r in results], indent=2) + "\n", "utf-8")
+    with atomic_path(folder / "per_query.jsonl") as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for r in results:
+            for name, c in r.conditions.items():
+                for qid in sorted(c.per_query):
+                    row: dict[str, Any] = {
+                        "dataset": r.dataset,
+                        "retriever": r.retriever,
+                        "condition": name,
+                        "query_id": qid,
+                    }
+                    row.update({k: round(v, 6) for k, v in c.per_query[qid].items()})
+                    fh.write(json.dumps(row) + "\n")
+    with atomic_path(folder / "results.md") as tmp:
+        tmp.write_text(results_markdown(results), "utf-8")
+    return folder

@@ -1,0 +1,171 @@
+"""The evaluation harness: metrics against pytrec_eval, collapse, significance, BEIR reading."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.evaluate import dense_run, evaluate, load_beir, paired_test, score_run
+
+QRELS = {"q1": {"d1": 2, "d2": 1, "d5": 0}, "q2": {"d3": 1}, "q3": {"d4": 1}}
+RUN = {
+    "q1": {"d2": 0.9, "d9": 0.8, "d1": 0.7, "d5": 0.6},
+    "q2": {"d8": 0.5, "d7": 0.4, "d3": 0.3},
+    "q3": {"d6": 0.9},
+}
+
+
+def test_metrics_match_pytrec_eval():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    agg, per_query = score_run(QRELS, RUN, ["nDCG@10", "nDCG@5", "R@10"])
+    ref = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg_cut.5,10", "recall.10"}).evaluate(RUN)
+    for q in QRELS:
+        assert per_query[q]["nDCG@10"] == pytest.approx(ref[q]["ndcg_cut_10"])
+        assert per_query[q]["nDCG@5"] == pytest.approx(ref[q]["ndcg_cut_5"])
+        assert per_query[q]["R@10"] == pytest.approx(ref[q]["recall_10"])
+    assert agg["nDCG@10"] == pytest.approx(np.mean([ref[q]["ndcg_cut_10"] for q in QRELS]))
+
+
+def test_ndcg_by_hand():
+    # trec_eval's nDCG (what BEIR reports) takes the grade itself as the gain.
+    # q1: gain 1 (d2) at rank 1, 2 (d1) at rank 3; ideal order 2, 1
+    dcg = 1 / math.log2(2) + 2 / math.log2(4)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3)
+    _, per_query = score_run(QRELS, RUN, ["nDCG@10"])
+    assert per_query["q1"]["nDCG@10"] == pytest.approx(dcg / idcg)
+
+
+def test_queries_missing_from_the_run_score_zero():
+    agg, per_query = score_run(QRELS, {"q1": RUN["q1"]}, ["nDCG@10"])
+    assert per_query["q2"]["nDCG@10"] == 0.0 and per_query["q3"]["nDCG@10"] == 0.0
+    assert agg["nDCG@10"] == pytest.approx(per_query["q1"]["nDCG@10"] / 3)
+
+
+def test_a_source_with_many_views_counts_once():
+    # entries: d1's three views lead, then d2, then d1 itself; one query
+    entries = ["v1", "v2", "v3", "d2", "d1", "d3"]
+    source_of = {"v1": "d1", "v2": "d1", "v3": "d1"}
+    # a 1-d space with query vector [1]: each entry's score is its own coordinate
+    vectors = np.array([[0.9], [0.85], [0.8], [0.7], [0.6], [0.1]], dtype=np.float32)
+    run = dense_run(np.ones((1, 1), dtype=np.float32), ["q"], vectors, entries, source_of, depth=2)
+    assert run == {"q": {"d1": pytest.approx(0.9), "d2": pytest.approx(0.7)}}
+    qrels = {"q": {"d1": 1, "d2": 1}}
+    _, per_query = score_run(qrels, run, ["R@10", "nDCG@10"])
+    assert per_query["q"]["R@10"] == 1.0 and per_query["q"]["nDCG@10"] == pytest.approx(1.0)
+
+
+def test_dense_run_depth_survives_crowding_views():
+    # 3 sources with 4 views each ranked above every original: depth 3 must still see 3 sources
+    rng = np.random.default_rng(0)
+    entries, source_of, scores = [], {}, []
+    for s in range(3):
+        for v in range(4):
+            entries.append(f"s{s}v{v}")
+            source_of[f"s{s}v{v}"] = f"s{s}"
+            scores.append(1.0 - 0.01 * (4 * s + v))
+    for d in range(5):
+        entries.append(f"s{d}")
+        scores.append(0.1 * rng.random())
+    vecs = np.array(scores, dtype=np.float32)[None, :]
+    run = dense_run(np.ones((1, 1), dtype=np.float32), ["q"], vecs.T, entries, source_of, depth=3)
+    assert list(run["q"]) == ["s0", "s1", "s2"]
+
+
+def test_paired_test_matches_scipy_and_handles_ties():
+    from scipy import stats
+
+    a = {"q1": 0.1, "q2": 0.5, "q3": 0.3, "q4": 0.0}
+    b = {"q1": 0.3, "q2": 0.5, "q3": 0.6, "q4": 0.1, "q9": 1.0}  # q9 unpaired: ignored
+    sig = paired_test(a, b)
+    ref = stats.ttest_rel([0.3, 0.5, 0.6, 0.1], [0.1, 0.5, 0.3, 0.0])
+    assert sig.n == 4 and sig.delta == pytest.approx(0.15)
+    assert sig.t == pytest.approx(ref.statistic) and sig.p == pytest.approx(ref.pvalue)
+    same = paired_test(a, a)
+    assert same.delta == 0.0 and same.p == 1.0 and math.isnan(same.t)
+
+
+def _write_beir(root, docs, queries, qrels_rows):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "qrels").mkdir(exist_ok=True)
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as fh:
+        for doc_id, text in docs:
+            fh.write(json.dumps({"_id": doc_id, "title": "", "text": text}) + "\n")
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as fh:
+        for qid, text in queries:
+            fh.write(json.dumps({"_id": qid, "text": text}) + "\n")
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in qrels_rows),
+        encoding="utf-8",
+    )
+    return root
+
+
+def test_load_beir_keeps_judged_queries_and_known_documents(tmp_path):
+    root = _write_beir(
+        tmp_path / "ds",
+        [("d1", "one"), ("d2", "two")],
+        [("q1", "first"), ("q2", "second"), ("q3", "unjudged")],
+        [("q1", "d1", 1), ("q1", "gone", 1), ("q2", "d2", 0)],
+    )
+    data = load_beir(root)
+    assert data.queries == {"q1": "first"}  # q2 has no relevant document, q3 no judgement
+    assert data.qrels == {"q1": {"d1": 1}}
+    assert [d.id for d in data.corpus] == ["d1", "d2"] and data.name == "ds"
+
+
+def test_load_beir_names_the_bad_line(tmp_path):
+    root = _write_beir(tmp_path / "ds", [("d1", "x")], [("q1", "y")], [("q1", "d1", 1)])
+    (root / "qrels" / "test.tsv").write_text("q1\td1\tlots\n", encoding="utf-8")
+    with pytest.raises(ArgusInputError, match=r"test\.tsv:1: score 'lots'"):
+        load_beir(root)
+    with pytest.raises(ArgusInputError, match="not a BEIR dataset"):
+        load_beir(tmp_path / "missing")
+
+
+def test_evaluate_end_to_end_rescues_the_scenario_query(tmp_path):
+    from argus_ir.testing import SCENARIO
+
+    root = _write_beir(
+        tmp_path / "scenario",
+        SCENARIO.documents,
+        [("q1", SCENARIO.query), ("q2", "a ferry to an island off East Africa")],
+        [("q1", SCENARIO.target, 1), ("q2", "geo-1", 1)],
+    )
+    result = evaluate(load_beir(root), remedies=("original", "expansion"), **SCENARIO.settings)
+    original, expansion = result.conditions["original"], result.conditions["expansion"]
+    assert original.per_query["q1"]["nDCG@5"] < 1.0  # film-1 is not first without argus
+    assert expansion.per_query["q1"]["nDCG@5"] == pytest.approx(1.0)
+    assert expansion.index_growth > 1.0 and expansion.entries > original.entries
+    assert expansion.significance["nDCG@10"].n == 2
+    summary = result.to_dict()
+    assert summary["conditions"]["expansion"]["stats"]["views"] == expansion.entries - 14
+    json.dumps(summary)  # JSON-ready
+
+
+def test_cli_evaluate_writes_results_per_query_and_table(tmp_path, capsys):
+    from argus_ir.cli import main
+    from argus_ir.testing import SCENARIO
+
+    root = _write_beir(
+        tmp_path / "scenario",
+        SCENARIO.documents,
+        [("q1", SCENARIO.query)],
+        [("q1", SCENARIO.target, 1)],
+    )
+    out = tmp_path / "eval"
+    code = main(["-q", "evaluate", str(root), "--out", str(out), "--remedy", "original,descriptor"])
+    assert code == 0
+    rows = [json.loads(line) for line in (out / "per_query.jsonl").read_text().splitlines()]
+    assert {(r["condition"], r["query_id"]) for r in rows} == {
+        ("original", "q1"),
+        ("descriptor", "q1"),
+    }
+    summary = json.loads((out / "results.json").read_text())
+    assert set(summary[0]["conditions"]) == {"original", "descriptor"}
+    table = (out / "results.md").read_text()
+    assert "| scenario | all-MiniLM-L6-v2 | descriptor |" in table
+    assert "p=" in table and table in capsys.readouterr().out
