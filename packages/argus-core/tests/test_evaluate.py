@@ -169,3 +169,16 @@ def test_cli_evaluate_writes_results_per_query_and_table(tmp_path, capsys):
     table = (out / "results.md").read_text()
     assert "| scenario | all-MiniLM-L6-v2 | descriptor |" in table
     assert "p=" in table and table in capsys.readouterr().out
+
+
+def test_written_results_get_the_usual_file_mode(tmp_path):
+    import os
+    import stat
+
+    from argus_ir._io import atomic_path
+
+    with atomic_path(tmp_path / "r.json") as tmp:
+        tmp.write_text("{}", encoding="utf-8")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o666 & ~mask
