@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_path", "sha256_file", "text_hash"]
+from argus_ir.errors import ArgusInputError
+
+__all__ = ["atomic_path", "iter_jsonl", "sha256_file", "text_hash"]
 
 
 @contextlib.contextmanager
@@ -50,3 +54,19 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 def text_hash(text: str) -> str:
     """Short stable hash of a text (used as cache key together with the model id)."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        ArgusInputError: A line that is not JSON (the message names file and line).
+    """
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ArgusInputError(f"{path}:{n}: not valid JSON ({exc.msg})") from None

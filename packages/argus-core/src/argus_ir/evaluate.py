@@ -18,13 +18,14 @@ import csv
 import json
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from argus_ir._io import iter_jsonl
 from argus_ir._optional import require
 from argus_ir.collapse import collapse
 from argus_ir.errors import ArgusInputError
@@ -60,17 +61,6 @@ class BeirData:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     split: str = "test"
-
-
-def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield line_no, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ArgusInputError(f"{path}:{line_no}: not JSON ({exc.msg})") from None
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirData:
@@ -116,7 +106,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     if queries_file is None:
         raise ArgusInputError(f"{root}: no queries_{split}.jsonl or queries.jsonl")
     queries: dict[str, str] = {}
-    for line_no, rec in _read_jsonl(queries_file):
+    for line_no, rec in iter_jsonl(queries_file):
         qid = str(rec.get("_id", rec.get("id", "")))
         if qid in qrels:
             text = rec.get("text")

@@ -47,6 +47,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from argus_ir._io import iter_jsonl
 from argus_ir.entities import AuditData
 from argus_ir.errors import ArgusInputError
 from argus_ir.loaders import RawEdge, RawEntity, build_audit_data
@@ -89,14 +90,7 @@ def _require(path: Path) -> Path:
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
-    with open(_require(path), encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ArgusInputError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+    return iter_jsonl(_require(path))
 
 
 def _title_from_url(url: str | None) -> str | None:
