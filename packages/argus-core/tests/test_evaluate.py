@@ -143,6 +143,8 @@ def test_evaluate_end_to_end_rescues_the_scenario_query(tmp_path):
     assert expansion.significance["nDCG@10"].n == 2
     summary = result.to_dict()
     assert summary["conditions"]["expansion"]["stats"]["views"] == expansion.entries - 14
+    gold = summary["gold_rps"]  # both gold documents have entities: each is counted once
+    assert gold["retrieved"]["n"] + gold["missed"]["n"] == 2
     json.dumps(summary)  # JSON-ready
 
 
@@ -182,3 +184,16 @@ def test_written_results_get_the_usual_file_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o666 & ~mask
+
+
+def test_rps_of_gold_splits_retrieved_and_missed_by_hand():
+    from argus_ir.evaluate import rps_of_gold
+
+    qrels = {"q1": {"a": 1, "b": 1, "z": 0}, "q2": {"c": 2, "n": 1}}
+    run = {"q1": {"a": 0.9, "x": 0.8, "b": 0.1}, "q2": {"y": 0.5, "c": 0.4}}
+    max_rps = {"a": 0.8, "b": 0.1, "c": 0.6, "z": 0.0}  # "n" has no entity: left out
+    out = rps_of_gold(max_rps, qrels, run, k=2)
+    # top 2: q1 -> a, x (b missed); q2 -> y, c (c retrieved); z is not relevant
+    assert out["retrieved"] == {"n": 2, "mean": pytest.approx(0.7), "median": pytest.approx(0.7)}
+    assert out["missed"] == {"n": 1, "mean": pytest.approx(0.1), "median": pytest.approx(0.1)}
+    assert 0.0 < out["mannwhitney_p"] <= 1.0
