@@ -246,16 +246,9 @@ class Argus:
             if not (folder / "card.json").is_file():
                 raise ArgusInputError(f"{folder} is not a probe folder: card.json not found")
             return folder
-        from argus_ir.encoder.models import canonical_id
-        from argus_ir.probes import shipped_probes
+        from argus_ir.probes.shipped import shipped_probe_path
 
-        want = canonical_id(self.retriever)
-        for shipped in shipped_probes():
-            if shipped.retriever_id == want and shipped.k == self.k:
-                return shipped.path
-        raise ArgusInputError(
-            f"no shipped probe for retriever {want!r} at k={self.k}; pass probe=FOLDER"
-        )
+        return shipped_probe_path(self.retriever, self.k)
 
     # -- work ----------------------------------------------------------------------------------
 

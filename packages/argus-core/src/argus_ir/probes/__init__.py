@@ -23,7 +23,12 @@ from argus_ir.probes.metrics import (
 )
 from argus_ir.probes.mlp import MLPProbe
 from argus_ir.probes.ridge import RidgeProbe
-from argus_ir.probes.shipped import ShippedProbe, load_shipped_probe, shipped_probes
+from argus_ir.probes.shipped import (
+    ShippedProbe,
+    load_shipped_probe,
+    shipped_probe_path,
+    shipped_probes,
+)
 from argus_ir.probes.sweep import BUDGETS, SweepConfig, SweepRow, resolve_families, sweep_configs
 from argus_ir.probes.train import EntitySplit, ProbeTrainingResult, split_by_entity, train_probe
 from argus_ir.probes.xgb import XGBoostProbe
@@ -52,6 +57,7 @@ __all__ = [
     "model_class",
     "regression_metrics",
     "resolve_families",
+    "shipped_probe_path",
     "shipped_probes",
     "split_by_entity",
     "sweep_configs",

@@ -16,7 +16,7 @@ from argus_ir.encoder.models import canonical_id
 from argus_ir.errors import ArgusInputError
 from argus_ir.probes.artifact import CARD_FILE, TrainedProbe
 
-__all__ = ["ShippedProbe", "load_shipped_probe", "shipped_probes"]
+__all__ = ["ShippedProbe", "load_shipped_probe", "shipped_probe_path", "shipped_probes"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ def shipped_probes() -> list[ShippedProbe]:
     return sorted(found, key=lambda p: (p.retriever_id, p.k))
 
 
-def load_shipped_probe(retriever: str = "minilm", k: int = 10) -> TrainedProbe:
-    """Load the shipped probe for ``retriever`` (an alias such as ``"mpnet"`` or a hub id) and ``k``.
+def shipped_probe_path(retriever: str = "minilm", k: int = 10) -> Path:
+    """The folder of the shipped probe for ``retriever`` (alias or hub id) and ``k``.
 
     Raises:
         ArgusInputError: No shipped probe matches; the message lists the ones there are.
@@ -58,9 +58,19 @@ def load_shipped_probe(retriever: str = "minilm", k: int = 10) -> TrainedProbe:
     want = canonical_id(retriever)
     for probe in shipped_probes():
         if probe.retriever_id == want and probe.k == k:
-            return TrainedProbe.load(probe.path, expect_retriever=want)
+            return probe.path
     have = ", ".join(f"{p.retriever_id} k={p.k}" for p in shipped_probes()) or "none"
     raise ArgusInputError(
         f"no shipped probe for retriever {want!r} at k={k} (shipped: {have}); "
         "train one with `argus train-probe`"
     )
+
+
+def load_shipped_probe(retriever: str = "minilm", k: int = 10) -> TrainedProbe:
+    """Load the shipped probe for ``retriever`` (an alias such as ``"mpnet"`` or a hub id) and ``k``.
+
+    Raises:
+        ArgusInputError: No shipped probe matches; the message lists the ones there are.
+    """
+    path = shipped_probe_path(retriever, k)
+    return TrainedProbe.load(path, expect_retriever=canonical_id(retriever))
