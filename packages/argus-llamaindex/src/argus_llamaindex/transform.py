@@ -70,12 +70,14 @@ class ArgusTransform(TransformComponent):
 
     @model_validator(mode="after")
     def _fingerprint(self) -> ArgusTransform:
-        card = self._facade().settings_card()  # validates the settings; reads files, no model
-        if not self.probe_checksum:
-            object.__setattr__(self, "probe_checksum", card["probe"])
-        if not self.kb_fingerprint:
-            object.__setattr__(self, "kb_fingerprint", card["kb"])
+        self._read_fingerprints(keep_given=True)  # validates the settings; reads files, no model
         return self
+
+    def _read_fingerprints(self, *, keep_given: bool) -> None:
+        card = self._facade().settings_card()
+        for name, key in (("probe_checksum", "probe"), ("kb_fingerprint", "kb")):
+            if not (keep_given and getattr(self, name)):
+                object.__setattr__(self, name, card[key])
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -83,9 +85,7 @@ class ArgusTransform(TransformComponent):
             return
         self._argus = None  # a changed setting rebuilds the facade
         if name in ("retriever", "probe", "k", "kb"):  # and re-reads the files they name
-            card = self._facade().settings_card()
-            object.__setattr__(self, "probe_checksum", card["probe"])
-            object.__setattr__(self, "kb_fingerprint", card["kb"])
+            self._read_fingerprints(keep_given=False)
 
     @classmethod
     def class_name(cls) -> str:
