@@ -197,3 +197,111 @@ def test_rps_of_gold_splits_retrieved_and_missed_by_hand():
     assert out["retrieved"] == {"n": 2, "mean": pytest.approx(0.7), "median": pytest.approx(0.7)}
     assert out["missed"] == {"n": 1, "mean": pytest.approx(0.1), "median": pytest.approx(0.1)}
     assert 0.0 < out["mannwhitney_p"] <= 1.0
+
+
+def test_load_beir_counts_what_it_leaves_out_and_reads_integer_ids(tmp_path):
+    root = tmp_path / "odd"
+    (root / "qrels").mkdir(parents=True)
+    rows = [{"_id": 1, "text": "one"}, {"_id": 2, "text": ""}, {"_id": "3", "text": "three"}]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    queries = [{"_id": 10, "text": "first"}, {"_id": 11, "text": "no judgement"}]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), "utf-8")
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n10\t1\t1\n10\t99\t1\n12\t3\t1\n", "utf-8"
+    )
+    data = load_beir(root)
+    assert data.queries == {"10": "first"} and data.qrels == {"10": {"1": 1}}
+    assert [d.id for d in data.corpus] == ["1", "2", "3"]  # the empty document stays indexed
+    assert data.notes == {
+        "judgements of documents not in the corpus": 1,
+        "queries without judgements in test": 1,
+        "judged queries missing from the queries file": 1,
+        "documents with empty text (indexed, never diagnosed)": 1,
+    }
+
+
+def test_load_beir_names_a_missing_split_and_a_query_without_id(tmp_path):
+    root = _write_beir(tmp_path / "ds", [("d1", "x")], [("q1", "y")], [("q1", "d1", 1)])
+    with pytest.raises(ArgusInputError, match=r"no qrels for split 'dev'.*splits there: test"):
+        load_beir(root, split="dev")
+    with open(root / "queries.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"text": "who am I"}) + "\n")
+    with pytest.raises(ArgusInputError, match=r"queries\.jsonl:2: query has no id"):
+        load_beir(root)
+
+
+def test_subsample_keeps_judged_documents_and_is_seeded(tmp_path):
+    from argus_ir.evaluate import subsample
+
+    docs = [(f"d{i}", f"text {i}") for i in range(20)]
+    queries = [(f"q{i}", f"query {i}") for i in range(5)]
+    root = _write_beir(tmp_path / "big", docs, queries, [(f"q{i}", f"d{i}", 1) for i in range(5)])
+    data = load_beir(root)
+    small = subsample(data, max_queries=2, max_docs=6, seed=1)
+    ids = {d.id for d in small.corpus}
+    assert sorted(small.queries) == ["q0", "q1"] and {"d0", "d1"} <= ids and len(ids) == 6
+    assert ids == {d.id for d in subsample(data, max_queries=2, max_docs=6, seed=1).corpus}
+    assert small.name == "big-sub6" and small.notes["queries left out by max_queries"] == 3
+    assert subsample(data).corpus == data.corpus  # no limits: the same data
+
+
+def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkeypatch):
+    import argus_ir.evaluate as ev
+    from argus_ir.testing import SCENARIO
+
+    embedded: list[str] = []
+    real = ev._embed
+
+    def counting(encoder, texts, show_progress):
+        embedded.extend(texts)
+        return real(encoder, texts, show_progress)
+
+    monkeypatch.setattr(ev, "_embed", counting)
+    root = _write_beir(
+        tmp_path / "scenario",
+        SCENARIO.documents,
+        [("q1", SCENARIO.query)],
+        [("q1", SCENARIO.target, 1)],
+    )
+    result = evaluate(
+        load_beir(root),
+        remedies=("original", "expansion", "merged"),
+        ablations={"tau": [0.0], "k_aug": [1], "context_threshold": [None]},
+        **SCENARIO.settings,
+    )
+    c = result.conditions
+    assert list(c) == [
+        "original",
+        "expansion",
+        "merged",
+        "expansion tau=0.0",
+        "expansion k_aug=1",
+        "expansion context_threshold=off",
+    ]
+    n = result.documents
+    assert c["expansion tau=0.0"].entries == n  # nothing lies below 0: no views
+    assert c["expansion tau=0.0"].per_query == c["original"].per_query
+    flagged_docs = c["merged"].entries - n
+    assert 0 < flagged_docs <= c["expansion k_aug=1"].entries - n < c["expansion"].entries - n
+    assert c["expansion context_threshold=off"].entries == c["expansion"].entries  # off by default
+    assert c["merged"].stats["remedy"] == "merged"
+    assert c["expansion k_aug=1"].stats["settings"] == {"k_aug": 1}
+    texts = embedded[1:]  # the query batch, then the corpus and views
+    assert len(texts) == len(set(texts))  # every text embedded once over all conditions
+    assert c["expansion k_aug=1"].ingest_s > c["original"].ingest_s  # cached views still count
+
+
+def test_cli_ablate_parses_values_and_names_bad_ones():
+    from argus_ir.cli import _ablations
+
+    assert _ablations(["tau=0.1,0.2", "context_threshold=off,0.15", "k_aug=1"]) == {
+        "tau": [0.1, 0.2],
+        "context_threshold": [None, 0.15],
+        "k_aug": [1],
+    }
+    with pytest.raises(ValueError, match="choose tau, k_aug or context_threshold"):
+        _ablations(["depth=3"])
+    with pytest.raises(ValueError, match="'x' is not a valid k_aug"):
+        _ablations(["k_aug=1,x"])
+    with pytest.raises(ValueError, match="expected SETTING=V1,V2"):
+        _ablations(["tau"])

@@ -5,7 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "xgboost", "spacy", "vllm", "matplotlib")
+# scipy.stats is not a backend but takes most of a second to import; it loads where it is used
+HEAVY = (
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "xgboost",
+    "spacy",
+    "vllm",
+    "matplotlib",
+    "scipy.stats",
+)
 
 
 def _modules_after(statement: str) -> set[str]:

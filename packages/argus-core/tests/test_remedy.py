@@ -77,6 +77,39 @@ def test_expansion_yields_one_plus_k_aug_times_flagged_entries(kb):
         assert v.metadata["argus_rps"] in (0.1, 0.2)
 
 
+def test_merged_puts_every_passage_into_one_view(kb):
+    stats = RemedyStats()
+    out = list(apply_remedy(DOCS, _diagnoses(), kb, kind="merged", k_aug=2, stats=stats))
+    (view,) = [v for v in out if v.metadata["argus_view"] == "merged"]
+    passages = {p.id: p for p in KB_PASSAGES}
+    kb_ids = view.metadata["argus_kb_id"].split("|")
+    assert sorted(kb_ids) == ["bohr", "bohr-model", "lucknow", "lucknow-pact"]
+    expected = "\n\n".join(
+        [DOCS[0][1], *(f"{passages[i].title}: {passages[i].text}" for i in kb_ids)]
+    )
+    assert view.text == expected  # d || p_1 || ... || p_m, each passage once
+    assert view.metadata[SOURCE_KEY] == "d1" and view.metadata["argus_rps"] == 0.1
+    assert stats.views == 1 and stats.index_growth == pytest.approx(4 / 3)
+    dry = RemedyStats()
+    assert dict(plan_remedy(_diagnoses(), kb, kind="merged", stats=dry)) == {
+        "d1": 1,
+        "d2": 0,
+        "d3": 0,
+    }
+
+
+def test_at_tau_reflags_without_changing_predictions():
+    (d1, *_) = _diagnoses()
+    assert [e.flagged for e in d1.entities] == [True, True]  # rps 0.1 and 0.2 at tau 0.3
+    lower = d1.at_tau(0.15)
+    assert [e.flagged for e in lower.entities] == [True, False] and lower.tau == 0.15
+    assert [e.rps for e in lower.entities] == [0.1, 0.2]
+    assert [e.flagged for e in d1.at_tau(0.2).entities] == [True, False]  # rps < tau, strictly
+    assert d1.entities[1].flagged  # the original is untouched
+    with pytest.raises(ValueError, match="tau"):
+        d1.at_tau(1.5)
+
+
 def test_originals_come_first_and_unchanged(kb):
     out = list(apply_remedy(DOCS, _diagnoses(), kb))
     originals = [v for v in out if v.metadata["argus_view"] == "original"]

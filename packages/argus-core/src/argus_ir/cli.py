@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir.errors import ArgusError
+from argus_ir.remedy import KINDS as REMEDIES
 
 if TYPE_CHECKING:
     from argus_ir.audit import AuditResult
@@ -256,9 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stats", type=Path, help="stats JSON (default: OUT with .stats.json, or stdout summary)"
     )
-    p.add_argument(
-        "--remedy", choices=("expansion", "descriptor", "synthesis"), default="expansion"
-    )
+    p.add_argument("--remedy", choices=REMEDIES, default="expansion")
     _remedy_options(p)
     p.add_argument("--docs-per-batch", type=int, default=64, help="documents per streamed batch")
     p.add_argument(
@@ -282,11 +281,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--remedy",
         default="original,expansion",
-        help="comma-separated conditions: original, expansion, descriptor, synthesis",
+        help=f"comma-separated conditions: original, {', '.join(REMEDIES)}",
+    )
+    p.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        metavar="SETTING=V1,V2",
+        help="one more condition per value of tau, k_aug or context_threshold ('off' for none), "
+        "e.g. --ablate tau=0.1,0.2 --ablate context_threshold=off,0.15 (repeatable)",
+    )
+    p.add_argument(
+        "--ablate-remedy", choices=REMEDIES, default="expansion", help="the remedy ablations vary"
     )
     _remedy_options(p)
     p.add_argument("--depth", type=int, default=100, help="source documents ranked per query")
     p.add_argument("--max-queries", type=int, default=0, help="evaluate the first N queries only")
+    p.add_argument(
+        "--max-docs",
+        type=int,
+        default=0,
+        help="index the judged documents plus a seeded sample of others, N in all (for slow "
+        "remedies such as synthesis; compare only with conditions on the same subset)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the --max-docs sample")
     _common_encoder(p)
 
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
@@ -602,22 +620,49 @@ def _doc_row(doc_id: str, diagnosis: Diagnosis, views: int) -> dict[str, object]
     }
 
 
+def _ablations(specs: list[str]) -> dict[str, list[object]]:
+    """``["tau=0.1,0.2", "context_threshold=off,0.15"]`` -> ``{"tau": [0.1, 0.2], ...}``."""
+    out: dict[str, list[object]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        if not sep or not values.strip():
+            raise ValueError(f"--ablate {spec!r}: expected SETTING=V1,V2 (e.g. tau=0.1,0.2)")
+        parse = {"tau": float, "k_aug": int, "context_threshold": float}.get(key)
+        if parse is None:
+            raise ValueError(f"--ablate {spec!r}: choose tau, k_aug or context_threshold")
+        for raw in values.split(","):
+            raw = raw.strip()
+            try:
+                value = None if raw == "off" and key == "context_threshold" else parse(raw)
+            except ValueError:
+                raise ValueError(f"--ablate {spec!r}: {raw!r} is not a valid {key}") from None
+            out.setdefault(key, []).append(value)
+    return out
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from argus_ir.evaluate import evaluate, load_beir, results_markdown, write_results
+    from argus_ir.evaluate import evaluate, load_beir, results_markdown, subsample, write_results
 
     remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
+    ablations = _ablations(args.ablate)
     results = []
     for folder in args.datasets:
-        data = load_beir(folder, args.split)
-        if args.max_queries:
-            keep = sorted(data.queries)[: args.max_queries]
-            data.queries = {q: data.queries[q] for q in keep}
-            data.qrels = {q: data.qrels[q] for q in keep}
+        data = subsample(
+            load_beir(folder, args.split),
+            max_queries=args.max_queries,
+            max_docs=args.max_docs,
+            seed=args.seed,
+        )
         print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
+        for reason, count in data.notes.items():
+            print(f"  note: {count} {reason}")
         results.append(
             evaluate(
                 data,
                 remedies=remedies,
+                ablations=ablations,
+                ablate=args.ablate_remedy,
                 depth=args.depth,
                 show_progress=not args.quiet,
                 **_argus_settings(args),

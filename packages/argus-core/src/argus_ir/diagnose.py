@@ -9,7 +9,7 @@ RPS is below τ (default: the probe card's, 0.3 in the paper).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +66,13 @@ class Diagnosis:
     def min_rps(self) -> float:
         """The lowest predicted RPS in the document (1.0 if it has no mention)."""
         return min((e.rps for e in self.entities), default=1.0)
+
+    def at_tau(self, tau: float) -> Diagnosis:
+        """The same predictions flagged at another threshold (no model runs again)."""
+        if not 0.0 <= tau <= 1.0:
+            raise ValueError(f"tau must lie in [0, 1], got {tau}")
+        entities = tuple(replace(e, flagged=e.rps < tau) for e in self.entities)
+        return replace(self, entities=entities, tau=float(tau))
 
 
 class Diagnoser:

@@ -15,6 +15,7 @@ paired t-test over queries, which the paper does not report.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import time
@@ -32,11 +33,13 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.loaders import Document
 
 __all__ = [
+    "ABLATABLE",
     "METRICS",
     "BeirData",
     "Condition",
     "EvalResult",
     "Significance",
+    "ablation_name",
     "dense_run",
     "evaluate",
     "load_beir",
@@ -44,6 +47,7 @@ __all__ = [
     "results_markdown",
     "rps_of_gold",
     "score_run",
+    "subsample",
     "write_results",
 ]
 
@@ -55,34 +59,54 @@ ORIGINAL = "original"
 
 @dataclass
 class BeirData:
-    """A BEIR dataset: corpus, the queries that have judgements in ``split``, and the qrels."""
+    """A BEIR dataset: corpus, the queries that have judgements in ``split``, and the qrels.
+
+    Attributes:
+        notes: What loading left out or found odd, as ``reason -> count`` (queries without
+            judgements, judgements of documents not in the corpus, empty documents, ...); nothing
+            is dropped without a count here.
+    """
 
     name: str
     corpus: list[Document]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     split: str = "test"
+    notes: dict[str, int] = field(default_factory=dict)
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     """Read ``corpus.jsonl``, ``queries_<split>.jsonl`` or ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
-    Only queries with at least one judgement in the split are kept; judged documents missing from
-    the corpus are dropped from the qrels (BEIR subsets such as msmarco5k have them).
+    Only queries with at least one relevant judgement in the split are kept; judged documents
+    missing from the corpus are dropped from the qrels (BEIR subsets such as msmarco5k have them).
+    Each such drop is counted in :attr:`BeirData.notes`. Integer ids are read as strings.
 
     Raises:
-        ArgusInputError: A missing file, a malformed line or a query without text (file and line).
+        ArgusInputError: A missing file or split (naming the splits there are), a malformed line,
+            a query without id or text (file and line).
     """
-    from argus_ir.loaders import read_documents
+    from argus_ir.loaders import _as_id, read_documents
 
     root = Path(folder)
     corpus_file = root / "corpus.jsonl"
     qrels_file = root / "qrels" / f"{split}.tsv"
-    for path in (corpus_file, qrels_file):
-        if not path.is_file():
-            raise ArgusInputError(f"{root} is not a BEIR dataset: {path.name} not found")
+    if not corpus_file.is_file():
+        raise ArgusInputError(f"{root} is not a BEIR dataset: corpus.jsonl not found")
+    if not qrels_file.is_file():
+        splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+        raise ArgusInputError(
+            f"{root}: no qrels for split {split!r} ({qrels_file} not found); "
+            + (f"splits there: {', '.join(splits)}" if splits else "no qrels/*.tsv at all")
+        )
     corpus = read_documents(corpus_file)
     known = {d.id for d in corpus}
+    notes: dict[str, int] = {}
+
+    def note(reason: str, n: int = 1) -> None:
+        if n:
+            notes[reason] = notes.get(reason, 0) + n
+
     qrels: dict[str, dict[str, int]] = {}
     with open(qrels_file, encoding="utf-8", newline="") as fh:
         for line_no, row in enumerate(csv.reader(fh, delimiter="\t"), 1):
@@ -92,7 +116,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 raise ArgusInputError(
                     f"{qrels_file}:{line_no}: expected query-id, corpus-id, score"
                 )
-            qid, did, rel = row
+            qid, did, rel = (cell.strip() for cell in row)
             try:
                 grade = int(rel)
             except ValueError:
@@ -101,6 +125,8 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 ) from None
             if did in known:
                 qrels.setdefault(qid, {})[did] = grade
+            else:
+                note("judgements of documents not in the corpus")
     queries_file = next(
         (p for p in (root / f"queries_{split}.jsonl", root / "queries.jsonl") if p.is_file()), None
     )
@@ -108,15 +134,59 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         raise ArgusInputError(f"{root}: no queries_{split}.jsonl or queries.jsonl")
     queries: dict[str, str] = {}
     for line_no, rec in iter_jsonl(queries_file):
-        qid = str(rec.get("_id", rec.get("id", "")))
-        if qid in qrels:
-            text = rec.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise ArgusInputError(f"{queries_file}:{line_no}: query {qid!r} has no text")
-            queries[qid] = text
-    qrels = {q: r for q, r in qrels.items() if q in queries and any(v > 0 for v in r.values())}
+        where = f"{queries_file}:{line_no}"
+        key = next((k for k in ("_id", "id") if rec.get(k) not in (None, "")), None)
+        if key is None:
+            raise ArgusInputError(f"{where}: query has no id (looked for '_id', 'id')")
+        qid = _as_id(rec[key], "query id", where)
+        if qid not in qrels:
+            note(f"queries without judgements in {split}")
+            continue
+        text = rec.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ArgusInputError(f"{where}: query {qid!r} has no text")
+        queries[qid] = text
+    note("judged queries missing from the queries file", len(set(qrels) - set(queries)))
+    unjudged = [q for q in queries if not any(v > 0 for v in qrels[q].values())]
+    note("queries with no relevant document", len(unjudged))
+    qrels = {q: qrels[q] for q in queries if q not in unjudged}
     queries = {q: t for q, t in queries.items() if q in qrels}
-    return BeirData(root.name, corpus, queries, qrels, split)
+    note(
+        "documents with empty text (indexed, never diagnosed)",
+        sum(not d.text.strip() for d in corpus),
+    )
+    return BeirData(root.name, corpus, queries, qrels, split, notes)
+
+
+def subsample(
+    data: BeirData, *, max_queries: int = 0, max_docs: int = 0, seed: int = 0
+) -> BeirData:
+    """A smaller copy of ``data`` for slow conditions (LLM synthesis on a CPU).
+
+    Keeps the first ``max_queries`` queries by id (0: all) and, with ``max_docs``, a corpus of
+    every document judged for those queries plus a seeded uniform sample of the others up to
+    ``max_docs`` in all (more when the judged documents alone exceed it). Scores on a subset are
+    comparable only with other conditions on the same subset.
+    """
+    queries = dict(data.queries)
+    if max_queries:
+        keep = sorted(queries)[:max_queries]
+        queries = {q: queries[q] for q in keep}
+    qrels = {q: data.qrels[q] for q in queries}
+    corpus = data.corpus
+    name = data.name
+    if max_docs and max_docs < len(corpus):
+        judged = {d for r in qrels.values() for d in r}
+        others = [i for i, d in enumerate(corpus) if d.id not in judged]
+        room = max(max_docs - (len(corpus) - len(others)), 0)
+        picked = set(np.random.default_rng(seed).choice(len(others), room, replace=False).tolist())
+        chosen = {others[i] for i in picked}
+        corpus = [d for i, d in enumerate(corpus) if d.id in judged or i in chosen]
+        name = f"{data.name}-sub{len(corpus)}"
+    notes = dict(data.notes)
+    if len(queries) < len(data.queries):
+        notes["queries left out by max_queries"] = len(data.queries) - len(queries)
+    return BeirData(name, corpus, queries, qrels, data.split, notes)
 
 
 def dense_run(
@@ -289,6 +359,7 @@ class EvalResult:
     documents: int
     conditions: dict[str, Condition]
     gold_rps: dict[str, Any] | None = None
+    notes: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (per-query values are written separately)."""
@@ -298,6 +369,7 @@ class EvalResult:
             "queries": self.queries,
             "documents": self.documents,
             "gold_rps": self.gold_rps,
+            "notes": self.notes,
             "conditions": {
                 name: {
                     "entries": c.entries,
@@ -316,6 +388,34 @@ class EvalResult:
         }
 
 
+class _EmbeddingCache:
+    """Vectors by text within one evaluation, so ablation variants embed each view once.
+
+    Each text also keeps its share of the wall time of the batch that embedded it, so a variant's
+    ingest time counts its views' embedding even when an earlier variant paid for it.
+    """
+
+    def __init__(self, encoder: Any, show_progress: bool) -> None:
+        self.encoder = encoder
+        self.show_progress = show_progress
+        self._rows: dict[str, tuple[np.ndarray, float]] = {}
+
+    def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, float]:
+        """``(vectors, seconds)``: seconds is the embedding time of these texts, cached or not."""
+        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._rows))
+        if todo:
+            first = dict(zip(keys, texts))
+            t0 = time.perf_counter()
+            vectors = _embed(self.encoder, [first[k] for k in todo], self.show_progress)
+            share = (time.perf_counter() - t0) / len(todo)
+            self._rows.update((k, (v, share)) for k, v in zip(todo, vectors))
+        if not keys:
+            return np.zeros((0, self.encoder.dim), dtype=np.float32), 0.0
+        rows = [self._rows[k] for k in keys]
+        return np.stack([v for v, _ in rows]), sum(s for _, s in rows)
+
+
 def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarray:
     """Embed as the retriever indexes (sentence-transformers' own encode when there is one)."""
     if not texts:
@@ -329,10 +429,21 @@ def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarra
     return np.asarray(encoder.embed_documents(list(texts), show_progress=show_progress))
 
 
+ABLATABLE = ("tau", "k_aug", "context_threshold")
+"""Settings :func:`evaluate` can sweep (``context_threshold=None`` turns the context check off)."""
+
+
+def ablation_name(kind: str, key: str, value: Any) -> str:
+    """The condition name of one ablation variant, e.g. ``"expansion tau=0.1"``."""
+    return f"{kind} {key}={'off' if value is None else value}"
+
+
 def evaluate(
     data: BeirData,
     *,
     remedies: Sequence[str] = (ORIGINAL, "expansion"),
+    ablations: Mapping[str, Sequence[Any]] | None = None,
+    ablate: str = "expansion",
     depth: int = 100,
     metrics: Sequence[str] = METRICS,
     show_progress: bool = False,
@@ -340,10 +451,17 @@ def evaluate(
 ) -> EvalResult:
     """Index and search ``data`` under each condition; score and compare with ``original``.
 
+    The corpus is embedded and diagnosed once; an ablation variant re-flags the same predictions
+    at its τ (:meth:`~argus_ir.diagnose.Diagnosis.at_tau`) and embeds only views no earlier
+    condition had.
+
     Args:
         data: The dataset (see :func:`load_beir`).
-        remedies: Conditions, among ``"original"``, ``"expansion"``, ``"descriptor"``,
-            ``"synthesis"``; ``"original"`` is always evaluated (the reference).
+        remedies: Conditions, among ``"original"`` and :data:`argus_ir.remedy.KINDS`;
+            ``"original"`` is always evaluated (the reference).
+        ablations: Setting -> values, among :data:`ABLATABLE`: one more condition of remedy
+            ``ablate`` per value, the other settings as given (named by :func:`ablation_name`).
+        ablate: The remedy the ablations vary.
         depth: Source documents ranked per query.
         metrics: ``ir-measures`` names.
         show_progress: Progress bars.
@@ -351,24 +469,35 @@ def evaluate(
             ``kb``, ``context_threshold``, ``llm``, ...); one retriever serves every step.
 
     Raises:
-        ValueError: An unknown remedy.
+        ValueError: An unknown remedy or ablation setting.
     """
     from argus_ir.pipeline import Argus
     from argus_ir.remedy import KINDS, RemedyStats, apply_remedy
 
-    unknown = [r for r in remedies if r != ORIGINAL and r not in KINDS]
+    unknown = [
+        r for r in (*remedies, *([ablate] if ablations else [])) if r != ORIGINAL and r not in KINDS
+    ]
     if unknown:
         raise ValueError(f"unknown remedies {unknown}; choose from {(ORIGINAL, *KINDS)}")
-    kinds = [r for r in dict.fromkeys(remedies) if r != ORIGINAL]
-    argus = Argus(**{**settings, "remedy": kinds[0] if kinds else "expansion"})
-    encoder = argus.diagnoser.encoder if kinds else argus._get("encoder")
+    bad = [k for k in ablations or {} if k not in ABLATABLE]
+    if bad:
+        raise ValueError(f"cannot ablate {bad}; choose from {ABLATABLE}")
+    # (condition name, remedy, setting overrides)
+    plan: dict[str, tuple[str, dict[str, Any]]] = {
+        r: (r, {}) for r in dict.fromkeys(remedies) if r != ORIGINAL
+    }
+    for key, values in (ablations or {}).items():
+        for value in values:
+            plan.setdefault(ablation_name(ablate, key, value), (ablate, {key: value}))
+    argus = Argus(**{**settings, "remedy": next(iter(plan.values()))[0] if plan else "expansion"})
+    encoder = argus.diagnoser.encoder if plan else argus._get("encoder")
     qids = sorted(data.queries)
     qvec = _embed(encoder, [data.queries[q] for q in qids], False)
+    embed = _EmbeddingCache(encoder, show_progress)
 
-    t0 = time.perf_counter()
-    base = _embed(encoder, [d.index_text for d in data.corpus], show_progress)
-    base_s = time.perf_counter() - t0
+    base, base_s = embed([d.index_text for d in data.corpus])
     doc_ids = [d.id for d in data.corpus]
+    texts = [(d.id, d.index_text) for d in data.corpus]
 
     conditions: dict[str, Condition] = {}
     original_run = run = dense_run(qvec, qids, base, doc_ids, {}, depth=depth)
@@ -378,35 +507,41 @@ def evaluate(
 
     diagnoses = None
     diagnose_s = 0.0
-    for kind in kinds:
+    contexts: dict[float, Any] = {}
+    for name, (kind, overrides) in plan.items():
         if diagnoses is None:
             t0 = time.perf_counter()
             diagnoses = list(argus.diagnose(data.corpus))
             diagnose_s = time.perf_counter() - t0
         stats = RemedyStats()
-        kind_argus = Argus(**{**settings, "remedy": kind})
-        kind_argus._loaded.update(
+        cond_argus = Argus(**{**settings, **overrides, "remedy": kind})
+        cond_argus._loaded.update(
             {k: v for k, v in argus._loaded.items() if k in ("encoder", "diagnoser", "kb")}
         )
+        threshold = cond_argus.context_threshold
+        if threshold is not None and threshold not in contexts:
+            contexts[threshold] = cond_argus._get("context")
+        tau = overrides.get("tau")
+        flagged = diagnoses if tau is None else [d.at_tau(tau) for d in diagnoses]
         t0 = time.perf_counter()
         views = [
             v
             for v in apply_remedy(
-                [(d.id, d.index_text) for d in data.corpus],
-                diagnoses,
-                kind_argus.reference_kb,
+                texts,
+                flagged,
+                cond_argus.reference_kb,
                 kind=kind,
-                k_aug=kind_argus.k_aug,
-                context=kind_argus._get("context"),
-                llm=kind_argus._get("llm"),
-                prompt_version=kind_argus.prompt_version,
+                k_aug=cond_argus.k_aug,
+                context=None if threshold is None else contexts[threshold],
+                llm=cond_argus._get("llm"),
+                prompt_version=cond_argus.prompt_version,
                 stats=stats,
                 show_progress=show_progress,
             )
             if not v.is_original
         ]
-        vvec = _embed(encoder, [v.text for v in views], show_progress)
-        ingest_s = base_s + diagnose_s + time.perf_counter() - t0
+        remedy_s = time.perf_counter() - t0
+        vvec, views_s = embed([v.text for v in views])
         entry_ids = doc_ids + [v.id for v in views]
         source_of = {v.id: v.source_id for v in views}
         vectors = np.vstack([base, vvec]) if len(views) else base
@@ -414,13 +549,13 @@ def evaluate(
         agg, per_q = score_run(data.qrels, run, metrics)
         reference = conditions[ORIGINAL].per_query
         sig = {m: paired_test(_metric(reference, m), _metric(per_q, m)) for m in metrics}
-        conditions[kind] = Condition(
-            kind,
+        conditions[name] = Condition(
+            name,
             len(entry_ids),
             len(entry_ids) / max(n_docs, 1),
-            ingest_s,
+            base_s + diagnose_s + remedy_s + views_s,
             stats.llm_calls,
-            stats.to_dict(),
+            {**stats.to_dict(), "remedy": kind, "settings": overrides},
             agg,
             per_q,
             sig,
@@ -429,7 +564,9 @@ def evaluate(
     if diagnoses is not None:
         max_rps = {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities}
         gold = rps_of_gold(max_rps, data.qrels, original_run)
-    return EvalResult(data.name, encoder.info.retriever_id, len(qids), n_docs, conditions, gold)
+    return EvalResult(
+        data.name, encoder.info.retriever_id, len(qids), n_docs, conditions, gold, dict(data.notes)
+    )
 
 
 def _metric(per_query: Mapping[str, Mapping[str, float]], metric: str) -> dict[str, float]:
@@ -474,6 +611,12 @@ def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] = MET
                     + f" | {growth:.2f} | | |"
                 )
     for r in results:
+        if r.notes:
+            lines.append(
+                f"\n{r.dataset} notes: "
+                + "; ".join(f"{count} {reason}" for reason, count in r.notes.items())
+                + "."
+            )
         g = r.gold_rps
         if g and g["retrieved"]["n"] and g["missed"]["n"]:
             p = g.get("mannwhitney_p", float("nan"))

@@ -3,6 +3,9 @@
 - ``expansion`` (the paper's KB expansion): one view ``d || p`` per (flagged entity, KB passage),
   so a document with ``N_d`` flagged entities becomes ``1 + k_aug * N_d`` index entries when the KB
   has ``k_aug`` hits for each.
+- ``merged`` (no LLM; beyond the paper): one view ``d || p_1 || ... || p_m`` holding every KB
+  passage of every flagged entity, so the index grows like synthesis (one view per flagged
+  document) without an LLM.
 - ``descriptor`` (no LLM; beyond the paper): one view of the document with a short KB description
   inserted after the first mention of each flagged entity.
 - ``synthesis`` (the paper's KB-guided LLM synthesis): one view written by an LLM with the Fig. 8
@@ -60,7 +63,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("expansion", "descriptor", "synthesis")
+KINDS = ("expansion", "merged", "descriptor", "synthesis")
 ORIGINAL = "original"
 _MAX_CLAUSE_WORDS = 12
 
@@ -298,6 +301,16 @@ def _expansion_views(doc_id: str, text: str, plan: Plan, settings: _Settings) ->
     return views
 
 
+def _merged_view(doc_id: str, text: str, plan: Plan, settings: _Settings) -> View:
+    passages = list(dict.fromkeys(p for _, ps in plan for p in ps))  # a passage once
+    lineage = _lineage(doc_id, "merged", plan, passages)
+    vid = view_id(
+        doc_id, "merged", lineage["argus_entity"], lineage["argus_kb_id"], settings.fingerprint()
+    )
+    body = "\n\n".join([text, *(passage_text(p) for p in passages)])
+    return View(vid, body, lineage)
+
+
 def _descriptor_view(
     doc_id: str, text: str, plan: Plan, settings: _Settings, fallback: str | None = None
 ) -> View:
@@ -455,7 +468,7 @@ def apply_remedy(
         documents: ``(id, text)`` pairs, in the order of ``diagnoses``.
         diagnoses: The :class:`~argus_ir.diagnose.Diagnosis` of each document.
         kb: The reference KB.
-        kind: ``"expansion"``, ``"descriptor"`` or ``"synthesis"``.
+        kind: ``"expansion"``, ``"merged"``, ``"descriptor"`` or ``"synthesis"``.
         k_aug: KB passages per flagged entity (the paper's 2).
         context: An optional :class:`ContextCheck` that drops off-topic passages.
         llm: The backend for ``"synthesis"``.
@@ -528,6 +541,8 @@ def _batch(
         try:
             if settings.kind == "expansion":
                 views = _expansion_views(doc_id, text, plan, settings)
+            elif settings.kind == "merged":
+                views = [_merged_view(doc_id, text, plan, settings)]
             elif settings.kind == "descriptor":
                 views = [_descriptor_view(doc_id, text, plan, settings)]
             else:

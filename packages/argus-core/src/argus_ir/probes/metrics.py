@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 from argus_ir.errors import ArgusInputError
 
@@ -58,6 +57,14 @@ def _pair(y: np.ndarray, yhat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y, yhat
 
 
+def _ranks(x: np.ndarray) -> np.ndarray:
+    # scipy.stats.rankdata's "average" method, imported only when asked for (scipy.stats takes
+    # most of a second to import)
+    from scipy.stats import rankdata
+
+    return np.asarray(rankdata(x), dtype=np.float64)
+
+
 def _correlation(a: np.ndarray, b: np.ndarray) -> float:
     # A constant vector has no defined correlation; 0.0 (no linear association) keeps tables
     # numeric, which is how the paper reports its constant All-Zero / All-One baselines.
@@ -91,7 +98,7 @@ def regression_metrics(y: np.ndarray, yhat: np.ndarray) -> dict[str, float]:
         "rmse": float(np.sqrt(np.mean(err * err))),
         "mae": float(np.mean(np.abs(err))),
         "pearson": _correlation(y, yhat),
-        "spearman": _correlation(rankdata(y), rankdata(yhat)),
+        "spearman": _correlation(_ranks(y), _ranks(yhat)),
     }
 
 
