@@ -170,7 +170,9 @@ def test_cli_evaluate_writes_results_per_query_and_table(tmp_path, capsys):
     assert set(summary[0]["conditions"]) == {"original", "descriptor"}
     table = (out / "results.md").read_text()
     assert "| scenario | all-MiniLM-L6-v2 | descriptor |" in table
-    assert "p=" in table and table in capsys.readouterr().out
+    assert "p=" in table and "![Change of nDCG@10" in table and (out / "delta.png").is_file()
+    printed = capsys.readouterr().out
+    assert "| scenario | all-MiniLM-L6-v2 | descriptor |" in printed
 
 
 def test_written_results_get_the_usual_file_mode(tmp_path):
@@ -242,7 +244,9 @@ def test_subsample_keeps_judged_documents_and_is_seeded(tmp_path):
     assert sorted(small.queries) == ["q0", "q1"] and {"d0", "d1"} <= ids and len(ids) == 6
     assert ids == {d.id for d in subsample(data, max_queries=2, max_docs=6, seed=1).corpus}
     assert small.name == "big-sub6" and small.notes["queries left out by max_queries"] == 3
-    assert subsample(data).corpus == data.corpus  # no limits: the same data
+    assert small.subset and not data.subset
+    same = subsample(data)  # no limits: the same data, not a subset
+    assert same.corpus == data.corpus and not same.subset
 
 
 def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkeypatch):
@@ -285,7 +289,13 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     assert 0 < flagged_docs <= c["expansion k_aug=1"].entries - n < c["expansion"].entries - n
     assert c["expansion context_threshold=off"].entries == c["expansion"].entries  # off by default
     assert c["merged"].stats["remedy"] == "merged"
-    assert c["expansion k_aug=1"].stats["settings"] == {"k_aug": 1}
+    assert c["expansion k_aug=1"].stats["overrides"] == {"k_aug": 1}
+    assert c["expansion k_aug=1"].stats["settings"] == {
+        "tau": 0.3,
+        "k_aug": 1,
+        "context_threshold": None,
+    }
+    assert c["expansion tau=0.0"].stats["settings"]["tau"] == 0.0
     texts = embedded[1:]  # the query batch, then the corpus and views
     assert len(texts) == len(set(texts))  # every text embedded once over all conditions
     assert c["expansion k_aug=1"].ingest_s > c["original"].ingest_s  # cached views still count
@@ -305,3 +315,93 @@ def test_cli_ablate_parses_values_and_names_bad_ones():
         _ablations(["k_aug=1,x"])
     with pytest.raises(ValueError, match="expected SETTING=V1,V2"):
         _ablations(["tau"])
+
+
+def test_half_width_matches_scipy_confidence_interval():
+    from scipy import stats
+
+    from argus_ir.evaluate import half_width
+
+    a = {f"q{i}": v for i, v in enumerate([0.2, 0.5, 0.1, 0.9, 0.4, 0.3])}
+    b = {f"q{i}": v for i, v in enumerate([0.3, 0.5, 0.4, 0.8, 0.6, 0.2])}
+    sig = paired_test(a, b)
+    diff = np.array([b[q] - a[q] for q in sorted(a)])
+    ci = stats.ttest_1samp(diff, 0.0).confidence_interval(0.95)
+    assert half_width(sig) == pytest.approx((ci.high - ci.low) / 2)
+    assert half_width(paired_test(a, a)) == 0.0  # no spread, no interval
+
+
+def test_report_round_trips_through_json_and_draws_its_charts(tmp_path):
+    from argus_ir.evaluate import Condition, EvalResult, report_markdown, write_results
+
+    per_q = {"q1": {"nDCG@10": 0.5}, "q2": {"nDCG@10": 1.0}, "q3": {"nDCG@10": 0.0}}
+    better = {"q1": {"nDCG@10": 1.0}, "q2": {"nDCG@10": 1.0}, "q3": {"nDCG@10": 0.5}}
+
+    def cond(name, pq, overrides=None, tau=0.3):
+        sig = (
+            {}
+            if name == "original"
+            else {
+                "nDCG@10": paired_test(
+                    {q: v["nDCG@10"] for q, v in per_q.items()},
+                    {q: v["nDCG@10"] for q, v in pq.items()},
+                )
+            }
+        )
+        stats = (
+            {}
+            if name == "original"
+            else {
+                "remedy": "expansion",
+                "overrides": overrides or {},
+                "settings": {"tau": tau, "k_aug": 2, "context_threshold": None},
+            }
+        )
+        agg = {"nDCG@10": sum(v["nDCG@10"] for v in pq.values()) / 3}
+        return Condition(name, 12, 1.2, 3.0, 0, stats, agg, pq, sig)
+
+    result = EvalResult(
+        "toy",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        3,
+        10,
+        {
+            "original": cond("original", per_q),
+            "expansion": cond("expansion", better),
+            "expansion tau=0.1": cond("expansion tau=0.1", per_q, {"tau": 0.1}, 0.1),
+        },
+        notes={"queries without judgements in test": 2},
+    )
+    write_results([result], tmp_path)
+    back = EvalResult.from_dict(json.loads((tmp_path / "results.json").read_text())[0])
+    assert back.conditions["expansion"].aggregate == pytest.approx({"nDCG@10": 5 / 6}, abs=1e-5)
+    assert math.isnan(back.conditions["expansion tau=0.1"].significance["nDCG@10"].t)
+    assert back.notes == result.notes
+    text = (tmp_path / "results.md").read_text()
+    assert "![Change of nDCG@10" in text and "## Ablations" in text
+    assert "2 queries without judgements in test" in text
+    for png in ("delta.png", "ablations.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the report drawn from the JSON alone says the same
+    again = tmp_path / "again"
+    again.mkdir()
+    assert report_markdown([back], again) == text
+
+
+def test_full_benchmark_average_is_per_retriever_and_skips_subsets():
+    from argus_ir.evaluate import Condition, EvalResult, results_markdown
+
+    def result(dataset, retriever, value, subset=False):
+        c = Condition("original", 1, 1.0, 0.0, 0, {}, {"nDCG@10": value}, {})
+        return EvalResult(dataset, retriever, 1, 1, {"original": c}, subset=subset)
+
+    table = results_markdown(
+        [
+            result("a", "m/one", 0.2),
+            result("b", "m/one", 0.4),
+            result("a-sub9", "m/one", 0.9, subset=True),
+            result("a", "m/two", 0.5),
+        ]
+    )
+    assert "| Full Benchmark Avg | one | original | 0.3000 |" in table  # the subset left out
+    assert "Full Benchmark Avg | two" not in table  # one dataset: no average

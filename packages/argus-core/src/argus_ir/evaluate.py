@@ -42,8 +42,10 @@ __all__ = [
     "ablation_name",
     "dense_run",
     "evaluate",
+    "half_width",
     "load_beir",
     "paired_test",
+    "report_markdown",
     "results_markdown",
     "rps_of_gold",
     "score_run",
@@ -65,6 +67,7 @@ class BeirData:
         notes: What loading left out or found odd, as ``reason -> count`` (queries without
             judgements, judgements of documents not in the corpus, empty documents, ...); nothing
             is dropped without a count here.
+        subset: Whether :func:`subsample` cut queries or documents.
     """
 
     name: str
@@ -73,6 +76,7 @@ class BeirData:
     qrels: dict[str, dict[str, int]]
     split: str = "test"
     notes: dict[str, int] = field(default_factory=dict)
+    subset: bool = False
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirData:
@@ -186,7 +190,8 @@ def subsample(
     notes = dict(data.notes)
     if len(queries) < len(data.queries):
         notes["queries left out by max_queries"] = len(data.queries) - len(queries)
-    return BeirData(name, corpus, queries, qrels, data.split, notes)
+    cut = len(queries) < len(data.queries) or len(corpus) < len(data.corpus)
+    return BeirData(name, corpus, queries, qrels, data.split, notes, data.subset or cut)
 
 
 def dense_run(
@@ -360,6 +365,40 @@ class EvalResult:
     conditions: dict[str, Condition]
     gold_rps: dict[str, Any] | None = None
     notes: dict[str, int] = field(default_factory=dict)
+    subset: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
+        """Read back :meth:`to_dict` (per-query values stay empty)."""
+        conditions = {
+            name: Condition(
+                name,
+                c["entries"],
+                c["index_growth"],
+                c["ingest_s"],
+                c["llm_calls"],
+                c["stats"],
+                c["aggregate"],
+                {},
+                {
+                    m: Significance(
+                        v["delta"], math.nan if v["t"] is None else v["t"], v["p"], v["n"]
+                    )
+                    for m, v in c["significance"].items()
+                },
+            )
+            for name, c in data["conditions"].items()
+        }
+        return cls(
+            data["dataset"],
+            data["retriever"],
+            data["queries"],
+            data["documents"],
+            conditions,
+            data.get("gold_rps"),
+            data.get("notes", {}),
+            data.get("subset", False),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (per-query values are written separately)."""
@@ -370,6 +409,7 @@ class EvalResult:
             "documents": self.documents,
             "gold_rps": self.gold_rps,
             "notes": self.notes,
+            "subset": self.subset,
             "conditions": {
                 name: {
                     "entries": c.entries,
@@ -378,7 +418,7 @@ class EvalResult:
                     "llm_calls": c.llm_calls,
                     "aggregate": {k: round(v, 5) for k, v in c.aggregate.items()},
                     "significance": {
-                        k: {"delta": s.delta, "t": s.t, "p": s.p, "n": s.n}
+                        k: {"delta": s.delta, "t": _finite(s.t), "p": s.p, "n": s.n}
                         for k, s in c.significance.items()
                     },
                     "stats": c.stats,
@@ -555,7 +595,16 @@ def evaluate(
             len(entry_ids) / max(n_docs, 1),
             base_s + diagnose_s + remedy_s + views_s,
             stats.llm_calls,
-            {**stats.to_dict(), "remedy": kind, "settings": overrides},
+            {
+                **stats.to_dict(),
+                "remedy": kind,
+                "overrides": overrides,
+                "settings": {
+                    "tau": argus.diagnoser.tau if tau is None else tau,
+                    "k_aug": cond_argus.k_aug,
+                    "context_threshold": threshold,
+                },
+            },
             agg,
             per_q,
             sig,
@@ -565,8 +614,32 @@ def evaluate(
         max_rps = {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities}
         gold = rps_of_gold(max_rps, data.qrels, original_run)
     return EvalResult(
-        data.name, encoder.info.retriever_id, len(qids), n_docs, conditions, gold, dict(data.notes)
+        data.name,
+        encoder.info.retriever_id,
+        len(qids),
+        n_docs,
+        conditions,
+        gold,
+        dict(data.notes),
+        data.subset,
     )
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no NaN: an undefined statistic is written as null."""
+    return None if math.isnan(x) else x
+
+
+def half_width(sig: Significance, level: float = 0.95) -> float:
+    """Half the width of the ``level`` confidence interval of a paired mean difference.
+
+    The standard error is ``delta / t`` of the paired t-test; no spread (``t`` undefined) gives 0.
+    """
+    from scipy import stats
+
+    if sig.n < 2 or math.isnan(sig.t) or sig.t == 0:
+        return 0.0
+    return float(stats.t.ppf(0.5 + level / 2, sig.n - 1) * abs(sig.delta / sig.t))
 
 
 def _metric(per_query: Mapping[str, Mapping[str, float]], metric: str) -> dict[str, float]:
@@ -581,11 +654,15 @@ def _cell(value: float, sig: Significance | None) -> str:
     return f"{text} ({sig.delta:+.4f}{mark}, p={sig.p:.3g})"
 
 
-def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] = METRICS) -> str:
+def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] | None = None) -> str:
     """A Table-2-style Markdown table: one row per dataset and condition, plus the average.
 
     Deltas against ``original`` follow each value with the paired t-test's p (bold when < 0.05).
+    ``metrics`` defaults to those the results hold.
     """
+    if metrics is None:
+        first = next((c for r in results for c in r.conditions.values()), None)
+        metrics = list(first.aggregate) if first is not None else list(METRICS)
     head = ["dataset", "retriever", "condition", *metrics, "index growth", "ingest s", "LLM calls"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     names: list[str] = []
@@ -599,14 +676,20 @@ def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] = MET
                 + " | ".join(cells)
                 + f" | {c.index_growth:.2f} | {c.ingest_s:.1f} | {c.llm_calls} |"
             )
-    if len(results) > 1:
+    by_retriever: dict[str, list[EvalResult]] = {}
+    for r in results:
+        if not r.subset:  # a subset's scores do not average with full datasets
+            by_retriever.setdefault(r.retriever, []).append(r)
+    for retriever, full in by_retriever.items():
+        if len({r.dataset for r in full}) < 2:
+            continue
         for name in names:
-            have = [r.conditions[name] for r in results if name in r.conditions]
-            if len(have) == len(results):
+            have = [r.conditions[name] for r in full if name in r.conditions]
+            if len(have) == len(full):
                 means = [sum(c.aggregate[m] for c in have) / len(have) for m in metrics]
                 growth = sum(c.index_growth for c in have) / len(have)
                 lines.append(
-                    f"| Full Benchmark Avg | | {name} | "
+                    f"| Full Benchmark Avg | {retriever.split('/')[-1]} | {name} | "
                     + " | ".join(f"{v:.4f}" for v in means)
                     + f" | {growth:.2f} | | |"
                 )
@@ -629,8 +712,92 @@ def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] = MET
     return "\n".join(lines) + "\n"
 
 
+def _sweeps(result: EvalResult, metric: str) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Setting -> (value, delta, half-width, growth) over a remedy's ablation variants and itself.
+
+    A context check that is off is plotted at threshold -1 (a cosine floor that keeps everything).
+    """
+    varied = [c for c in result.conditions.values() if c.stats.get("overrides")]
+    if not varied:
+        return {}
+    kind = varied[0].stats["remedy"]
+    base = result.conditions.get(kind)
+    sweeps: dict[str, list[tuple[float, float, float, float]]] = {}
+    for c in varied:
+        if c.stats["remedy"] != kind:
+            continue
+        (key,) = c.stats["overrides"]
+        sweeps.setdefault(key, [])
+    for key, points in sweeps.items():
+        members = [c for c in varied if c.stats["remedy"] == kind and key in c.stats["overrides"]]
+        if base is not None and base.stats.get("settings"):
+            members.append(base)
+        seen = set()
+        for c in members:
+            value = c.stats["settings"][key]
+            x = -1.0 if value is None else float(value)
+            if x in seen:
+                continue
+            seen.add(x)
+            sig = c.significance[metric]
+            points.append((x, sig.delta, half_width(sig), c.index_growth))
+    return sweeps
+
+
+def report_markdown(
+    results: Sequence[EvalResult], folder: str | Path, metric: str = "nDCG@10"
+) -> str:
+    """The evaluation report: the table, a chart of every condition's change of ``metric`` with
+    95% intervals (``delta.png``) and, when there are ablations, one panel per swept setting
+    (``ablations.png``), both drawn into ``folder``."""
+    from argus_ir import plots
+
+    folder = Path(folder)
+    retrievers = sorted({r.retriever.split("/")[-1] for r in results})
+    lines = [
+        "# Retrieval evaluation",
+        "",
+        f"Retriever: {', '.join(retrievers)}. Datasets: "
+        + ", ".join(f"{r.dataset} ({r.documents} documents, {r.queries} queries)" for r in results)
+        + ". Deltas are against the original index; p from a paired t-test over queries "
+        "(bold below 0.05).",
+        "",
+        results_markdown(results),
+    ]
+    deltas = {
+        f"{r.dataset} / {r.retriever.split('/')[-1]}": [
+            (name, c.significance[metric].delta, half_width(c.significance[metric]))
+            for name, c in r.conditions.items()
+            if metric in c.significance
+        ]
+        for r in results
+    }
+    deltas = {k: v for k, v in deltas.items() if v}
+    if deltas:
+        plots.delta_chart(deltas, folder / "delta.png", metric=metric)
+        lines += ["", f"![Change of {metric} per condition, 95% intervals](delta.png)"]
+    sweeps: dict[str, dict[str, list[tuple[float, float, float, float]]]] = {}
+    for r in results:
+        for key, points in _sweeps(r, metric).items():
+            sweeps.setdefault(key, {})[f"{r.dataset} / {r.retriever.split('/')[-1]}"] = points
+    if sweeps:
+        plots.ablation_chart(sweeps, folder / "ablations.png", metric=metric)
+        lines += [
+            "",
+            "## Ablations",
+            "",
+            f"Each panel varies one setting of the remedy and keeps the others; Δ {metric} with "
+            "95% intervals above, index growth below. A context threshold of -1 means the check "
+            "is off (a cosine floor that keeps every passage).",
+            "",
+            f"![Ablations: change of {metric} and index growth](ablations.png)",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def write_results(results: Sequence[EvalResult], out: str | Path) -> Path:
-    """Write ``results.json``, ``per_query.jsonl`` and ``results.md`` into folder ``out``."""
+    """Write ``results.json``, ``per_query.jsonl`` and the report ``results.md`` (with its PNGs)
+    into folder ``out``."""
     from argus_ir._io import atomic_path
 
     folder = Path(out)
@@ -650,5 +817,5 @@ def write_results(results: Sequence[EvalResult], out: str | Path) -> Path:
                     row.update({k: round(v, 6) for k, v in c.per_query[qid].items()})
                     fh.write(json.dumps(row) + "\n")
     with atomic_path(folder / "results.md") as tmp:
-        tmp.write_text(results_markdown(results), "utf-8")
+        tmp.write_text(report_markdown(results, folder), "utf-8")
     return folder
