@@ -222,6 +222,29 @@ def test_load_beir_counts_what_it_leaves_out_and_reads_integer_ids(tmp_path):
     }
 
 
+def test_cli_evaluate_on_an_odd_dataset_says_what_it_left_out(tmp_path, capsys):
+    from argus_ir.cli import main
+
+    root = tmp_path / "odd"
+    (root / "qrels").mkdir(parents=True)
+    docs = [{"_id": 1, "text": "Humphrey Bogart starred in Casablanca."}, {"_id": 2, "text": " "}]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), "utf-8")
+    queries = [{"_id": 7, "text": "Casablanca actor"}, {"_id": 8, "text": "unjudged"}]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), "utf-8")
+    (root / "qrels" / "test.tsv").write_text("7\t1\t1\n7\t404\t1\n", "utf-8")
+    out = tmp_path / "eval"
+    assert main(["-q", "evaluate", str(root), "--out", str(out), "--remedy", "original"]) == 0
+    printed = capsys.readouterr().out
+    assert "note: 1 queries without judgements in test" in printed
+    assert "note: 1 judgements of documents not in the corpus" in printed
+    assert "note: 1 documents with empty text" in printed
+    summary = json.loads((out / "results.json").read_text())[0]
+    assert summary["queries"] == 1 and summary["documents"] == 2
+    assert summary["notes"]["queries without judgements in test"] == 1
+    assert main(["-q", "evaluate", str(root), "--out", str(out), "--split", "dev"]) == 1
+    assert "no qrels for split 'dev'" in capsys.readouterr().err
+
+
 def test_load_beir_names_a_missing_split_and_a_query_without_id(tmp_path):
     root = _write_beir(tmp_path / "ds", [("d1", "x")], [("q1", "y")], [("q1", "d1", 1)])
     with pytest.raises(ArgusInputError, match=r"no qrels for split 'dev'.*splits there: test"):
