@@ -324,20 +324,20 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     assert c["expansion k_aug=1"].ingest_s > c["original"].ingest_s  # cached views still count
 
 
-def test_cli_ablate_parses_values_and_names_bad_ones():
-    from argus_ir.cli import _ablations
+def test_ablation_specs_parse_and_bad_ones_are_named():
+    from argus_ir.evaluate import parse_ablations
 
-    assert _ablations(["tau=0.1,0.2", "context_threshold=off,0.15", "k_aug=1"]) == {
+    assert parse_ablations(["tau=0.1,0.2", "context_threshold=off,0.15", "k_aug=1"]) == {
         "tau": [0.1, 0.2],
         "context_threshold": [None, 0.15],
         "k_aug": [1],
     }
-    with pytest.raises(ValueError, match="choose tau, k_aug or context_threshold"):
-        _ablations(["depth=3"])
+    with pytest.raises(ValueError, match="'depth=3': choose from tau, k_aug, context_threshold"):
+        parse_ablations(["depth=3"])
     with pytest.raises(ValueError, match="'x' is not a valid k_aug"):
-        _ablations(["k_aug=1,x"])
+        parse_ablations(["k_aug=1,x"])
     with pytest.raises(ValueError, match="expected SETTING=V1,V2"):
-        _ablations(["tau"])
+        parse_ablations(["tau"])
 
 
 def test_half_width_matches_scipy_confidence_interval():

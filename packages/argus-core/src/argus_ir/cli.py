@@ -620,32 +620,18 @@ def _doc_row(doc_id: str, diagnosis: Diagnosis, views: int) -> dict[str, object]
     }
 
 
-def _ablations(specs: list[str]) -> dict[str, list[object]]:
-    """``["tau=0.1,0.2", "context_threshold=off,0.15"]`` -> ``{"tau": [0.1, 0.2], ...}``."""
-    out: dict[str, list[object]] = {}
-    for spec in specs:
-        key, sep, values = spec.partition("=")
-        key = key.strip()
-        if not sep or not values.strip():
-            raise ValueError(f"--ablate {spec!r}: expected SETTING=V1,V2 (e.g. tau=0.1,0.2)")
-        parse = {"tau": float, "k_aug": int, "context_threshold": float}.get(key)
-        if parse is None:
-            raise ValueError(f"--ablate {spec!r}: choose tau, k_aug or context_threshold")
-        for raw in values.split(","):
-            raw = raw.strip()
-            try:
-                value = None if raw == "off" and key == "context_threshold" else parse(raw)
-            except ValueError:
-                raise ValueError(f"--ablate {spec!r}: {raw!r} is not a valid {key}") from None
-            out.setdefault(key, []).append(value)
-    return out
-
-
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from argus_ir.evaluate import evaluate, load_beir, results_markdown, subsample, write_results
+    from argus_ir.evaluate import (
+        evaluate,
+        load_beir,
+        parse_ablations,
+        results_markdown,
+        subsample,
+        write_results,
+    )
 
     remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
-    ablations = _ablations(args.ablate)
+    ablations = parse_ablations(args.ablate)
     results = []
     for folder in args.datasets:
         data = subsample(

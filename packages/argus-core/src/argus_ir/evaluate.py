@@ -45,6 +45,7 @@ __all__ = [
     "half_width",
     "load_beir",
     "paired_test",
+    "parse_ablations",
     "report_markdown",
     "results_markdown",
     "rps_of_gold",
@@ -469,8 +470,34 @@ def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarra
     return np.asarray(encoder.embed_documents(list(texts), show_progress=show_progress))
 
 
-ABLATABLE = ("tau", "k_aug", "context_threshold")
-"""Settings :func:`evaluate` can sweep (``context_threshold=None`` turns the context check off)."""
+ABLATABLE: dict[str, type] = {"tau": float, "k_aug": int, "context_threshold": float}
+"""Settings :func:`evaluate` can sweep, with their types (``context_threshold=None`` turns the
+context check off)."""
+
+
+def parse_ablations(specs: Sequence[str]) -> dict[str, list[Any]]:
+    """``["tau=0.1,0.2", "context_threshold=off,0.15"]`` -> ``{"tau": [0.1, 0.2], ...}``.
+
+    Raises:
+        ValueError: A spec without ``=``, an unknown setting or a value of the wrong type (the
+            message quotes the spec).
+    """
+    out: dict[str, list[Any]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        if not sep or not values.strip():
+            raise ValueError(f"ablation {spec!r}: expected SETTING=V1,V2 (e.g. tau=0.1,0.2)")
+        parse = ABLATABLE.get(key)
+        if parse is None:
+            raise ValueError(f"ablation {spec!r}: choose from {', '.join(ABLATABLE)}")
+        for raw in (v.strip() for v in values.split(",")):
+            try:
+                value = None if raw == "off" and key == "context_threshold" else parse(raw)
+            except ValueError:
+                raise ValueError(f"ablation {spec!r}: {raw!r} is not a valid {key}") from None
+            out.setdefault(key, []).append(value)
+    return out
 
 
 def ablation_name(kind: str, key: str, value: Any) -> str:
@@ -521,7 +548,7 @@ def evaluate(
         raise ValueError(f"unknown remedies {unknown}; choose from {(ORIGINAL, *KINDS)}")
     bad = [k for k in ablations or {} if k not in ABLATABLE]
     if bad:
-        raise ValueError(f"cannot ablate {bad}; choose from {ABLATABLE}")
+        raise ValueError(f"cannot ablate {bad}; choose from {list(ABLATABLE)}")
     # (condition name, remedy, setting overrides)
     plan: dict[str, tuple[str, dict[str, Any]]] = {
         r: (r, {}) for r in dict.fromkeys(remedies) if r != ORIGINAL
