@@ -312,6 +312,7 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     assert 0 < flagged_docs <= c["expansion k_aug=1"].entries - n < c["expansion"].entries - n
     assert c["expansion context_threshold=off"].entries == c["expansion"].entries  # off by default
     assert c["merged"].stats["remedy"] == "merged"
+    assert c["merged"].stats["views_of_window_filling_documents"] == 0  # short documents
     assert c["expansion k_aug=1"].stats["overrides"] == {"k_aug": 1}
     assert c["expansion k_aug=1"].stats["settings"] == {
         "tau": 0.3,
@@ -428,3 +429,16 @@ def test_full_benchmark_average_is_per_retriever_and_skips_subsets():
     )
     assert "| Full Benchmark Avg | one | original | 0.3000 |" in table  # the subset left out
     assert "Full Benchmark Avg | two" not in table  # one dataset: no average
+
+
+def test_documents_that_fill_the_window_are_found(minilm):
+    from argus_ir.evaluate import _filling_the_window
+    from argus_ir.loaders import Document
+
+    limit = minilm.sentence_transformer.max_seq_length  # 256 word pieces for MiniLM
+    docs = [
+        Document("short", "Humphrey Bogart starred in Casablanca."),
+        Document("long", " ".join(["casablanca"] * limit)),  # + [CLS], [SEP]: past the limit
+        Document("edge", " ".join(["casablanca"] * (limit - 2))),  # exactly the limit
+    ]
+    assert _filling_the_window(minilm, docs) == {"long", "edge"}

@@ -457,6 +457,20 @@ class _EmbeddingCache:
         return np.stack([v for v, _ in rows]), sum(s for _, s in rows)
 
 
+def _filling_the_window(encoder: Any, docs: Sequence[Document]) -> set[str] | None:
+    """Ids of documents that alone fill the retriever's input window (``None``: unknown).
+
+    The retriever truncates an expansion view of such a document before the KB passage starts, so
+    the view embeds like the original.
+    """
+    st_model = getattr(encoder, "sentence_transformer", None)
+    limit = getattr(st_model, "max_seq_length", None)
+    if st_model is None or not limit:
+        return None
+    lengths = st_model.tokenizer([d.index_text for d in docs], add_special_tokens=True)
+    return {d.id for d, ids in zip(docs, lengths["input_ids"]) if len(ids) >= limit}
+
+
 def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarray:
     """Embed as the retriever indexes (sentence-transformers' own encode when there is one)."""
     if not texts:
@@ -563,6 +577,7 @@ def evaluate(
     embed = _EmbeddingCache(encoder, show_progress)
 
     base, base_s = embed([d.index_text for d in data.corpus])
+    full = _filling_the_window(encoder, data.corpus) if plan else None
     doc_ids = [d.id for d in data.corpus]
     texts = [(d.id, d.index_text) for d in data.corpus]
 
@@ -625,6 +640,9 @@ def evaluate(
             {
                 **stats.to_dict(),
                 "remedy": kind,
+                "views_of_window_filling_documents": (
+                    None if full is None else sum(v.source_id in full for v in views)
+                ),
                 "overrides": overrides,
                 "settings": {
                     "tau": argus.diagnoser.tau if tau is None else tau,
