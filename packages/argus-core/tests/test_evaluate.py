@@ -204,7 +204,12 @@ def test_rps_of_gold_splits_retrieved_and_missed_by_hand():
 def test_load_beir_counts_what_it_leaves_out_and_reads_integer_ids(tmp_path):
     root = tmp_path / "odd"
     (root / "qrels").mkdir(parents=True)
-    rows = [{"_id": 1, "text": "one"}, {"_id": 2, "text": ""}, {"_id": "3", "text": "three"}]
+    rows = [
+        {"_id": 1, "text": "one"},
+        {"_id": 2, "text": ""},
+        {"_id": "3", "text": "three"},
+        {"_id": 4, "title": "Only a title", "text": None},
+    ]
     (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     queries = [{"_id": 10, "text": "first"}, {"_id": 11, "text": "no judgement"}]
     (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), "utf-8")
@@ -213,12 +218,13 @@ def test_load_beir_counts_what_it_leaves_out_and_reads_integer_ids(tmp_path):
     )
     data = load_beir(root)
     assert data.queries == {"10": "first"} and data.qrels == {"10": {"1": 1}}
-    assert [d.id for d in data.corpus] == ["1", "2", "3"]  # the empty document stays indexed
+    assert [d.id for d in data.corpus] == ["1", "2", "3", "4"]  # empty documents stay indexed
     assert data.notes == {
         "judgements of documents not in the corpus": 1,
         "queries without judgements in test": 1,
         "judged queries missing from the queries file": 1,
-        "documents with empty text (indexed, never diagnosed)": 1,
+        "documents with neither title nor text (indexed, nothing to diagnose)": 1,
+        "documents with a title but no text (title indexed and diagnosed alone)": 1,
     }
 
 
@@ -237,7 +243,7 @@ def test_cli_evaluate_on_an_odd_dataset_says_what_it_left_out(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "note: 1 queries without judgements in test" in printed
     assert "note: 1 judgements of documents not in the corpus" in printed
-    assert "note: 1 documents with empty text" in printed
+    assert "note: 1 documents with neither title nor text" in printed
     summary = json.loads((out / "results.json").read_text())[0]
     assert summary["queries"] == 1 and summary["documents"] == 2
     assert summary["notes"]["queries without judgements in test"] == 1

@@ -157,8 +157,12 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     qrels = {q: qrels[q] for q in queries if q not in unjudged}
     queries = {q: t for q, t in queries.items() if q in qrels}
     note(
-        "documents with empty text (indexed, never diagnosed)",
-        sum(not d.text.strip() for d in corpus),
+        "documents with neither title nor text (indexed, nothing to diagnose)",
+        sum(not d.index_text.strip() for d in corpus),
+    )
+    note(
+        "documents with a title but no text (title indexed and diagnosed alone)",
+        sum(bool(d.title.strip()) and not d.text.strip() for d in corpus),
     )
     return BeirData(root.name, corpus, queries, qrels, split, notes)
 
