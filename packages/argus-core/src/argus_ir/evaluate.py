@@ -471,7 +471,8 @@ def _filling_the_window(encoder: Any, docs: Sequence[Document]) -> set[str] | No
     limit = getattr(st_model, "max_seq_length", None)
     if st_model is None or not limit:
         return None
-    lengths = st_model.tokenizer([d.index_text for d in docs], add_special_tokens=True)
+    texts = [d.index_text for d in docs]
+    lengths = st_model.tokenizer(texts, add_special_tokens=True, verbose=False)  # no length warning
     return {d.id for d, ids in zip(docs, lengths["input_ids"]) if len(ids) >= limit}
 
 
