@@ -266,7 +266,8 @@ def test_subsample_keeps_judged_documents_and_is_seeded(tmp_path):
 
     docs = [(f"d{i}", f"text {i}") for i in range(20)]
     queries = [(f"q{i}", f"query {i}") for i in range(5)]
-    root = _write_beir(tmp_path / "big", docs, queries, [(f"q{i}", f"d{i}", 1) for i in range(5)])
+    judged = [(f"q{i}", f"d{i}", 1) for i in range(5)] + [("q0", f"d{i}", 0) for i in range(10, 20)]
+    root = _write_beir(tmp_path / "big", docs, queries, judged)
     data = load_beir(root)
     small = subsample(data, max_queries=2, max_docs=6, seed=1)
     ids = {d.id for d in small.corpus}

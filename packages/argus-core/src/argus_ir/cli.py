@@ -301,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-docs",
         type=int,
         default=0,
-        help="index the judged documents plus a seeded sample of others, N in all (for slow "
+        help="index the relevant documents plus a seeded sample of others, N in all (for slow "
         "remedies such as synthesis; compare only with conditions on the same subset)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the --max-docs sample")

@@ -173,8 +173,9 @@ def subsample(
     """A smaller copy of ``data`` for slow conditions (LLM synthesis on a CPU).
 
     Keeps the first ``max_queries`` queries by id (0: all) and, with ``max_docs``, a corpus of
-    every document judged for those queries plus a seeded uniform sample of the others up to
-    ``max_docs`` in all (more when the judged documents alone exceed it). Scores on a subset are
+    every document relevant to those queries plus a seeded uniform sample of the others (judged
+    non-relevant ones included) up to ``max_docs`` in all (more when the relevant documents alone
+    exceed it). Scores on a subset are
     comparable only with other conditions on the same subset.
     """
     queries = dict(data.queries)
@@ -185,7 +186,7 @@ def subsample(
     corpus = data.corpus
     name = data.name
     if max_docs and max_docs < len(corpus):
-        judged = {d for r in qrels.values() for d in r}
+        judged = {d for r in qrels.values() for d, grade in r.items() if grade > 0}
         others = [i for i, d in enumerate(corpus) if d.id not in judged]
         room = max(max_docs - (len(corpus) - len(others)), 0)
         picked = set(np.random.default_rng(seed).choice(len(others), room, replace=False).tolist())
