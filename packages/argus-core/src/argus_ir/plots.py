@@ -700,11 +700,14 @@ def delta_chart(
         _delta_interval(ax, y[start : start + n], group_rows, _SERIES_COLOURS[i % 7])
         ax.plot([], [], "o", color=_SERIES_COLOURS[i % 7], label=group)
         start += n
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_yticks(y, labels=[r[0] for _, r in rows], fontsize=8)
     ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(6))
     ax.set_xlabel(f"Δ {metric} against the original index (95% interval)")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
-    ax.set_title(title or f"What each condition changes: {metric}", fontsize=10)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8, frameon=False)
+    ax.set_title(title or f"What each condition changes: {metric}", fontsize=10, pad=22)
     fig.tight_layout()
     return _save(fig, path)
 
