@@ -9,8 +9,9 @@ SmolLM2 (``--llm``, default the in-process transformers backend; a llama.cpp ser
 same GGUF is about twice as fast), saved as ``eval-<dataset>-subD-<retriever>.json``. Last, it draws the report over every
 ``eval-*.json`` in the results folder into ``docs/reports/eval/``.
 
-Long: MiniLM takes about 15 (msmarco5k) to 40 (SciFact, with ablations) minutes on 2 CPU cores,
-mpnet several times that; synthesis about a minute per 3-4 flagged documents.
+Long: MiniLM takes about 13 (msmarco5k) to 44 (SciFact, with ablations) minutes on 2 CPU cores;
+mpnet needs 23 minutes only to embed msmarco5k there (use a GPU); synthesis with SmolLM2 through a
+llama.cpp server about 35 s per flagged SciFact document (two calls when the guard rejects).
 
 ``nox -s bench -- eval --models minilm --ablations`` or
 ``python benchmarks/eval_bench.py --shared-data ../shared/data --models minilm,mpnet``;
