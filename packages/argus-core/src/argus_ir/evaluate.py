@@ -773,25 +773,22 @@ def _sweeps(result: EvalResult, metric: str) -> dict[str, list[tuple[float, floa
         return {}
     kind = varied[0].stats["remedy"]
     base = result.conditions.get(kind)
-    sweeps: dict[str, list[tuple[float, float, float, float]]] = {}
+    by_key: dict[str, list[Condition]] = {}
     for c in varied:
-        if c.stats["remedy"] != kind:
-            continue
-        (key,) = c.stats["overrides"]
-        sweeps.setdefault(key, [])
-    for key, points in sweeps.items():
-        members = [c for c in varied if c.stats["remedy"] == kind and key in c.stats["overrides"]]
+        if c.stats["remedy"] == kind:
+            (key,) = c.stats["overrides"]
+            by_key.setdefault(key, []).append(c)
+    sweeps: dict[str, list[tuple[float, float, float, float]]] = {}
+    for key, members in by_key.items():
         if base is not None and base.stats.get("settings"):
-            members.append(base)
-        seen = set()
+            members = [*members, base]
+        points: dict[float, tuple[float, float, float, float]] = {}
         for c in members:
             value = c.stats["settings"][key]
             x = -1.0 if value is None else float(value)
-            if x in seen:
-                continue
-            seen.add(x)
             sig = c.significance[metric]
-            points.append((x, sig.delta, half_width(sig), c.index_growth))
+            points.setdefault(x, (x, sig.delta, half_width(sig), c.index_growth))
+        sweeps[key] = list(points.values())
     return sweeps
 
 
