@@ -440,12 +440,11 @@ def test_full_benchmark_average_is_per_retriever_and_skips_subsets():
 
 def test_documents_that_fill_the_window_are_found(minilm):
     from argus_ir.evaluate import _filling_the_window
-    from argus_ir.loaders import Document
 
     limit = minilm.sentence_transformer.max_seq_length  # 256 word pieces for MiniLM
     docs = [
-        Document("short", "Humphrey Bogart starred in Casablanca."),
-        Document("long", " ".join(["casablanca"] * limit)),  # + [CLS], [SEP]: past the limit
-        Document("edge", " ".join(["casablanca"] * (limit - 2))),  # exactly the limit
+        ("short", "Humphrey Bogart starred in Casablanca."),
+        ("long", " ".join(["casablanca"] * limit)),  # + [CLS], [SEP]: past the limit
+        ("edge", " ".join(["casablanca"] * (limit - 2))),  # exactly the limit
     ]
     assert _filling_the_window(minilm, docs) == {"long", "edge"}

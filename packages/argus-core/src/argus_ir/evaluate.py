@@ -462,8 +462,9 @@ class _EmbeddingCache:
         return np.stack([v for v, _ in rows]), sum(s for _, s in rows)
 
 
-def _filling_the_window(encoder: Any, docs: Sequence[Document]) -> set[str] | None:
-    """Ids of documents that alone fill the retriever's input window (``None``: unknown).
+def _filling_the_window(encoder: Any, docs: Sequence[tuple[str, str]]) -> set[str] | None:
+    """Ids of ``(id, text)`` documents that alone fill the retriever's input window (``None``:
+    unknown).
 
     The retriever truncates an expansion view of such a document before the KB passage starts, so
     the view embeds like the original.
@@ -472,9 +473,9 @@ def _filling_the_window(encoder: Any, docs: Sequence[Document]) -> set[str] | No
     limit = getattr(st_model, "max_seq_length", None)
     if st_model is None or not limit:
         return None
-    texts = [d.index_text for d in docs]
+    texts = [text for _, text in docs]
     lengths = st_model.tokenizer(texts, add_special_tokens=True, verbose=False)  # no length warning
-    return {d.id for d, ids in zip(docs, lengths["input_ids"]) if len(ids) >= limit}
+    return {doc_id for (doc_id, _), ids in zip(docs, lengths["input_ids"]) if len(ids) >= limit}
 
 
 def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarray:
@@ -582,10 +583,10 @@ def evaluate(
     qvec = _embed(encoder, [data.queries[q] for q in qids], False)
     embed = _EmbeddingCache(encoder, show_progress)
 
-    base, base_s = embed([d.index_text for d in data.corpus])
-    full = _filling_the_window(encoder, data.corpus) if plan else None
-    doc_ids = [d.id for d in data.corpus]
     texts = [(d.id, d.index_text) for d in data.corpus]
+    doc_ids = [doc_id for doc_id, _ in texts]
+    base, base_s = embed([text for _, text in texts])
+    full = _filling_the_window(encoder, texts) if plan else None
 
     conditions: dict[str, Condition] = {}
     original_run = run = dense_run(qvec, qids, base, doc_ids, {}, depth=depth)
