@@ -4,9 +4,11 @@
   framework's end-to-end test indexes the same corpus and asks the same query.
 - :class:`AdapterContract`: the behaviour every adapter promises, as pytest tests; a framework's
   test suite subclasses it and implements a few hooks.
+- :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
 """
 
 from argus_ir.testing.contract import AdapterContract, contract_kb
+from argus_ir.testing.llm import ScriptedLLM
 from argus_ir.testing.scenario import SCENARIO, Scenario, minilm_path
 
-__all__ = ["SCENARIO", "AdapterContract", "Scenario", "contract_kb", "minilm_path"]
+__all__ = ["SCENARIO", "AdapterContract", "Scenario", "ScriptedLLM", "contract_kb", "minilm_path"]

@@ -1,0 +1,270 @@
+"""SIRA: the DF filter, eq. 2 against bm25s, n-gram injection, reply filters and the call cache.
+
+BM25 scores are checked against ``bm25s`` (Lucene variant), an independent implementation. The LLM
+here is scripted (plumbing); the real offline SmolLM2 runs in ``test_sira_real_llm`` below and over
+HTTP in the integration suite.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.llm import Generation
+from argus_ir.sira import (
+    Analyzer,
+    CallCache,
+    SiraIndex,
+    build_prompt,
+    enrich_corpus,
+    expand_queries,
+    parse_terms,
+)
+from argus_ir.testing import ScriptedLLM
+
+bm25s = pytest.importorskip("bm25s")
+
+CORPUS = [
+    ("d1", "Aspirin reduces fever and pain in adults."),
+    ("d2", "Statins lower cholesterol; cholesterol drives plaque in arteries."),
+    ("d3", "Influenza vaccines prevent seasonal flu in older adults."),
+    ("d4", "Plaque builds up in coronary arteries over decades."),
+    ("d5", "Fever in children is rarely dangerous."),
+    ("d6", "Vaccines train the immune system."),
+]
+
+
+def _bm25s_index(token_lists, **kw):
+    index = bm25s.BM25(method="lucene", **kw)
+    index.index(token_lists, show_progress=False)
+    return index
+
+
+# -- the index ---------------------------------------------------------------------------------------
+
+
+def test_bm25_matches_bm25s_lucene():
+    index = SiraIndex.build(CORPUS)
+    ref = _bm25s_index([index.analyzer.tokens(t) for _, t in CORPUS])
+    for query in ["fever adults", "cholesterol plaque arteries", "vaccines immune flu", "aspirin"]:
+        toks = index.analyzer.tokens(query)
+        np.testing.assert_allclose(index.bm25(toks), ref.get_scores(toks), rtol=1e-5, atol=1e-6)
+
+
+def test_df_filter_bounds_on_a_hand_made_corpus():
+    # DF: "common" 6 of 10 documents, "mid" 2, "rare" 1, "unseen" 0
+    docs = [(f"d{i}", "common filler") for i in range(6)] + [
+        ("d6", "mid word"),
+        ("d7", "mid again"),
+        ("d8", "rare thing"),
+        ("d9", "nothing here"),
+    ]
+    index = SiraIndex.build(docs, tau=0.2, analyzer=Analyzer(stemmer=None))  # bound: DF <= 2
+    assert [index.df(t) for t in ("common", "mid", "rare", "unseen")] == [6, 2, 1, 0]
+    kept, dropped = index.filter_terms(["common", "mid", "rare", "unseen"], require_present=True)
+    assert kept == ["mid", "rare"]  # DF = tau * |C| exactly is kept
+    assert dropped == {"too_common": 1, "absent": 1}
+    kept, dropped = index.filter_terms(["common", "mid", "unseen"], require_present=False)
+    assert kept == ["mid", "unseen"] and dropped == {"too_common": 1}
+    tighter = SiraIndex.build(docs, tau=0.1, analyzer=Analyzer(stemmer=None))  # DF <= 1
+    assert tighter.filter_terms(["mid", "rare"], require_present=True)[0] == ["rare"]
+
+
+def test_eq2_is_two_bm25s_calls():
+    index = SiraIndex.build(CORPUS, tau=0.5)
+    ref = _bm25s_index([index.analyzer.tokens(t) for _, t in CORPUS])
+    query = "fever in adults"
+    terms, _ = index.expansion_terms(["aspirin", "pain relief"], query)
+    assert terms == ["aspirin", "pain"]  # "relief" is in no document, "pain relief" neither
+    expected = ref.get_scores(index.analyzer.tokens(query)) + 0.4 * ref.get_scores(terms)
+    np.testing.assert_allclose(index.score(query, terms, 0.4), expected, rtol=1e-5, atol=1e-6)
+    top = index.search(query, expansion=["aspirin", "pain relief"], weight=0.4, k=2)
+    assert [d for d, _ in top] == ["d1", "d5"]
+    assert top[0][1] == pytest.approx(float(expected[0]), rel=1e-5)
+
+
+def test_eq2_on_an_enriched_index_is_two_bm25s_calls_on_the_enriched_postings():
+    # without length normalisation (b = 0) the injected postings are ordinary postings
+    enrichment = {"d4": ["heart attack", "atherosclerosis"]}
+    index = SiraIndex.build(CORPUS, enrichment=enrichment, b=0.0, tau=0.5)
+    tokens = [index.analyzer.tokens(t) + index.injected.get(i, []) for i, t in CORPUS]
+    ref = _bm25s_index(tokens, b=0.0)
+    terms, _ = index.expansion_terms(["heart attack"], "arteries")
+    assert terms == ["heart", "attack", "heart_attack"]
+    expected = ref.get_scores(index.analyzer.tokens("arteries")) + 0.5 * ref.get_scores(terms)
+    np.testing.assert_allclose(index.score("arteries", terms, 0.5), expected, rtol=1e-5)
+
+
+def test_injection_changes_retrieval_only_through_the_added_postings():
+    plain = SiraIndex.build(CORPUS)
+    # "heart attack" is new to the corpus; "vaccines" exists elsewhere (d3, d6) but not in d1
+    enriched = SiraIndex.build(CORPUS, enrichment={"d1": ["heart attack", "vaccines"]}, tau=0.5)
+    assert enriched.injected == {
+        "d1": ["heart", "attack", "heart_attack", "vaccin"]
+    }  # n-grams of each phrase, stemmed
+    new_df = {"heart", "attack", "heart_attack", "vaccin"}
+    for term, j in plain.vocab.items():
+        column_plain = plain.matrix[:, j].toarray().ravel()
+        column_enriched = enriched.matrix[:, enriched.vocab[term]].toarray().ravel()
+        if term in new_df:
+            # one more posting (d1): IDF drops, the old postings keep their tf and length part
+            idf_ratio = np.log(1 + (6 - 3 + 0.5) / 3.5) / np.log(1 + (6 - 2 + 0.5) / 2.5)
+            np.testing.assert_allclose(column_enriched[1:], column_plain[1:] * idf_ratio, rtol=1e-5)
+            assert column_plain[0] == 0 and column_enriched[0] > 0
+        else:
+            # every other term scores exactly as before, in every document
+            np.testing.assert_array_equal(column_enriched, column_plain)
+    assert [d for d, _ in enriched.search("heart attack")] == ["d1"]
+    assert plain.search("heart attack") == []
+
+
+def test_injection_skips_what_the_document_has_and_common_words():
+    docs = [*CORPUS, ("d7", "adults adults"), ("d8", "adults")]
+    index = SiraIndex.build(
+        docs, enrichment={"d1": ["fever", "adults", "antipyretic"]}, tau=0.25
+    )  # "adults" is in 3 of 8 documents > 0.25 * 8 = 2
+    assert index.injected == {"d1": ["antipyret"]}
+    assert index.stats.already_present == 2  # "fever" and "adults" are in d1 already
+    assert index.stats.injected_postings == 1 and index.stats.enriched_documents == 1
+    index = SiraIndex.build(docs, enrichment={"d5": ["adults"]}, tau=0.25)
+    assert index.injected == {} and index.stats.too_common == 1
+
+
+def test_enrichment_never_edits_the_stored_original_text(tmp_path):
+    enrichment = {"d2": ["hypercholesterolemia", "LDL"]}
+    index = SiraIndex.build(CORPUS, enrichment=enrichment, tau=0.5)
+    folder = index.save(tmp_path / "idx", documents=CORPUS)
+    stored = [json.loads(line) for line in (folder / "documents.jsonl").open()]
+    assert [(r["id"], r["text"]) for r in stored] == CORPUS
+    rows = [json.loads(line) for line in (folder / "enrichment.jsonl").open()]
+    assert rows == [
+        {
+            "id": "d2",
+            "phrases": ["hypercholesterolemia", "LDL"],
+            "injected": ["hypercholesterolemia", "ldl"],
+        }
+    ]
+    again = SiraIndex.load(folder)
+    assert again.search("LDL levels") == index.search("LDL levels") != []
+    assert again.enrichment == enrichment and again.stats == index.stats
+
+
+def test_bad_index_input_is_named(tmp_path):
+    with pytest.raises(ArgusInputError, match="duplicate document id 'd1'"):
+        SiraIndex.build([("d1", "a b"), ("d1", "c d")])
+    with pytest.raises(ArgusInputError, match="unknown document id"):
+        SiraIndex.build(CORPUS, enrichment={"nope": ["x"]})
+    with pytest.raises(ArgusInputError, match="tau"):
+        SiraIndex.build(CORPUS, tau=0)
+    (tmp_path / "card.json").write_text('{"kind": "something-else", "format": 1}')
+    with pytest.raises(ArgusInputError, match="not a SIRA index"):
+        SiraIndex.load(tmp_path)
+
+
+# -- replies -----------------------------------------------------------------------------------------
+
+
+def test_parse_terms_reads_the_usual_list_shapes():
+    assert parse_terms("1. heart attack\n2) LDL\n- statin therapy\n* CVD") == [
+        "heart attack",
+        "LDL",
+        "statin therapy",
+        "CVD",
+    ]
+    assert parse_terms("Terms: myocardial infarction, MI; heart attack") == [
+        "myocardial infarction",
+        "MI",
+        "heart attack",
+    ]
+    assert parse_terms('["LDL", "low-density lipoprotein", 3]') == [
+        "LDL",
+        "low-density lipoprotein",
+    ]
+    assert parse_terms("1,000 genomes") == ["1,000 genomes"]  # no split inside a number
+    assert parse_terms("```\nfoo\nFoo\n```") == ["foo"]  # fences gone, repeats once
+    assert parse_terms("!!! ...") == []
+
+
+def test_unusable_replies_are_counted_never_raised():
+    docs = CORPUS[:5]
+    llm = ScriptedLLM(
+        [
+            "",  # empty
+            Generation(None, "HTTP 500"),  # failed call
+            "influenza\nseasonal flu",  # both already in d3
+            "### ??? ###",  # nothing parseable
+            "antipyretic\nfever\n" + "a very long sentence that is not a search term at all",
+        ]
+    )
+    result = enrich_corpus(docs, llm)
+    s = result.stats
+    assert (s.calls, s.empty, s.failed, s.unparseable) == (5, 1, 1, 1)
+    assert s.copied == 3 and s.too_long == 1  # "fever" is in d5 already
+    assert s.kept == 1
+    assert result.phrases == {"d5": ["antipyretic"]}
+    assert s.errors == ["HTTP 500"]
+
+
+def test_repeating_the_document_is_caught_as_a_whole():
+    text = (
+        "Plaque builds up in coronary arteries over decades in most adults with high cholesterol."
+    )
+    llm = ScriptedLLM([text + "\natherosclerosis"])
+    result = enrich_corpus([("d", text)], llm)
+    assert result.stats.repeats_input == 1 and result.phrases == {}
+
+
+def test_query_sketch_drops_answer_like_phrases():
+    llm = ScriptedLLM(
+        [
+            "2004\nTrue\nvaccine efficacy\n35%",
+            "Marie Curie\nradioactivity research\nNobel Prize",
+        ]
+    )
+    result = expand_queries(
+        {"q1": "Flu vaccines work in older adults.", "q2": "Who discovered polonium?"},
+        llm,
+        task="qa",
+    )
+    assert result.phrases == {
+        "q1": ["vaccine efficacy"],
+        "q2": ["radioactivity research"],
+    }
+    assert result.stats.answer_like == 5
+
+
+def test_prompts_are_task_aware_and_versioned():
+    versions = {build_prompt("corpus", t, "x")[0] for t in ("fact", "argument", "duplicate", "qa")}
+    assert versions == {f"sira-corpus-{t}-v1" for t in ("fact", "argument", "duplicate", "qa")}
+    version, prompt = build_prompt("query", "fact", "  Statins prevent strokes. ")
+    assert version == "sira-query-fact-v1" and "Statins prevent strokes." in prompt
+    assert "$" not in prompt
+    with pytest.raises(ValueError, match="unknown task"):
+        build_prompt("query", "chat", "x")
+
+
+def test_a_rerun_with_the_cache_costs_no_call(tmp_path):
+    cache = CallCache(tmp_path / "cache")
+    first = enrich_corpus(CORPUS[:2], ScriptedLLM(["antipyretic", "LDL"]), cache=cache)
+    again_llm = ScriptedLLM([])  # any call would fail: the script is empty
+    again = enrich_corpus(CORPUS[:2], again_llm, cache=CallCache(tmp_path / "cache"))
+    assert again_llm.prompts == [] and again.stats.cache_hits == 2
+    assert again.phrases == first.phrases
+    # another model, prompt side or input is another key
+    other = ScriptedLLM(["x1", "x2"], model="other")
+    enrich_corpus(CORPUS[:2], other, cache=cache)
+    assert len(other.prompts) == 2
+    failed = ScriptedLLM([Generation(None, "down")])
+    enrich_corpus(CORPUS[2:3], failed, cache=cache)
+    retry = ScriptedLLM(["flu shot"])
+    assert enrich_corpus(CORPUS[2:3], retry, cache=cache).phrases == {"d3": ["flu shot"]}
+    assert len(retry.prompts) == 1  # failures are not cached
+
+
+def test_a_broken_cache_file_is_named(tmp_path):
+    (tmp_path / "calls.jsonl").write_text('{"format": 1, "key": "k", "reply": "r"}\nnot json\n')
+    with pytest.raises(ArgusInputError, match=r"calls.jsonl:2"):
+        CallCache(tmp_path)
