@@ -307,11 +307,89 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the --max-docs sample")
     _common_encoder(p)
 
+    _sira_parser(sub)
+
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
     p.add_argument("--audit", type=Path, required=True)
     p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
     p.add_argument("--out", type=Path, required=True)
     return parser
+
+
+def _sira_parser(sub: Any) -> None:
+    from argus_ir.sira import DEFAULT_TAU, DEFAULT_WEIGHT, TASKS
+
+    sira = sub.add_parser(
+        "sira",
+        help="SIRA: LLM vocabulary enrichment of a BM25 index (index, search, evaluate)",
+        description="Lexical retrieval with LLM vocabulary enrichment (SIRA): the LLM adds "
+        "search terms a document lacks to its index entry (corpus side) and sketches the "
+        "vocabulary a relevant document would use for a query (query side); a DF filter keeps "
+        "discriminative terms; one weighted BM25 call ranks. Every LLM reply is cached.",
+    )
+    subs = sira.add_subparsers(dest="sira_command", metavar="STEP", required=True)
+
+    def llm_options(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "--llm",
+            default="transformers",
+            help="LLM backend: 'transformers' (offline SmolLM2), 'transformers:MODEL', "
+            "'openai:BASE_URL[@MODEL]' or 'vllm:MODEL'",
+        )
+        p.add_argument("--no-llm", action="store_true", help=f"no {what} (plain BM25)")
+        p.add_argument("--task", choices=TASKS, default="fact", help="prompt variant (fact)")
+        p.add_argument("--cache", type=Path, help="LLM reply cache folder")
+
+    p = subs.add_parser(
+        "index",
+        help="build a (corpus-side enriched) BM25 index of a JSONL corpus",
+        description="Reads documents (JSONL with _id/id, text and optional title), asks the "
+        "LLM for each document's missing search vocabulary and writes the index with the "
+        "phrases beside the unchanged documents (enrichment.jsonl).",
+    )
+    p.add_argument("corpus", type=Path, help="JSONL documents (BEIR corpus.jsonl works)")
+    p.add_argument("--out", type=Path, required=True, help="index folder")
+    p.add_argument("--tau", type=float, default=DEFAULT_TAU, help=f"DF bound share ({DEFAULT_TAU})")
+    llm_options(p, "corpus-side enrichment")
+
+    p = subs.add_parser("search", help="search a SIRA index (query-side sketch unless --no-llm)")
+    p.add_argument("index", type=Path, help="folder written by `argus sira index`")
+    p.add_argument("query", nargs="+", help="the query")
+    p.add_argument("--k", type=int, default=10, help="results to show (10)")
+    p.add_argument(
+        "--weight", type=float, default=DEFAULT_WEIGHT, help=f"w of eq. 2 ({DEFAULT_WEIGHT})"
+    )
+    llm_options(p, "query sketch")
+
+    p = subs.add_parser(
+        "evaluate",
+        help="BM25 vs SIRA corpus-only, query-only and both on BEIR datasets",
+        description="Recall/nDCG with ir-measures and a paired t-test against plain BM25 for "
+        "each condition; results.json/.md and per_query.jsonl as for `argus evaluate`.",
+    )
+    p.add_argument("datasets", type=Path, nargs="+", help="BEIR dataset folders")
+    p.add_argument("--out", type=Path, required=True, help="results folder")
+    p.add_argument("--split", default="test", help="qrels split (default: test)")
+    p.add_argument(
+        "--conditions",
+        default="original,sira-corpus,sira-query,sira-both",
+        help="comma-separated: original (BM25), sira-corpus, sira-query, sira-both",
+    )
+    p.add_argument("--tau", type=float, default=DEFAULT_TAU, help=f"DF bound share ({DEFAULT_TAU})")
+    p.add_argument(
+        "--weight",
+        default=str(DEFAULT_WEIGHT),
+        help="w of eq. 2; several (0.1,0.3,1) add one query-side condition each",
+    )
+    p.add_argument("--max-queries", type=int, default=0, help="the first N queries only")
+    p.add_argument(
+        "--max-docs",
+        type=int,
+        default=0,
+        help="the relevant documents plus a seeded sample of others, N in all",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the --max-docs sample")
+    llm_options(p, "LLM conditions")
 
 
 def _load_data(args: argparse.Namespace) -> AuditData:
@@ -660,6 +738,125 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sira_llm(args: argparse.Namespace, default_cache: Path) -> tuple[Any, Any]:
+    from argus_ir.llm import load_llm
+    from argus_ir.sira import CallCache
+
+    if args.no_llm:
+        return None, None
+    return load_llm(args.llm), CallCache(args.cache or default_cache)
+
+
+def _cmd_sira(args: argparse.Namespace) -> int:
+    from argus_ir import sira
+
+    show = not args.quiet
+    if args.sira_command == "index":
+        from argus_ir.loaders import read_documents
+
+        docs = [(d.id, d.index_text) for d in read_documents(args.corpus)]
+        llm, cache = _sira_llm(args, args.out / "llm-cache")
+        phrases: dict[str, list[str]] = {}
+        if llm is not None:
+            enriched = sira.enrich_corpus(
+                docs, llm, task=args.task, cache=cache, show_progress=show
+            )
+            phrases = enriched.phrases
+            _print_reply_stats("corpus", enriched.stats)
+        index = sira.SiraIndex.build(docs, enrichment=phrases, tau=args.tau)
+        index.save(args.out, documents=docs)
+        st = index.stats
+        print(
+            f"{st.documents} documents, {st.enriched_documents} enriched with "
+            f"{st.injected_postings} new postings ({st.too_common} too common, "
+            f"{st.already_present} already in their document) -> {args.out}"
+        )
+        return 0
+    if args.sira_command == "search":
+        index = sira.SiraIndex.load(args.index)
+        query = " ".join(args.query)
+        llm, cache = _sira_llm(args, args.index / "llm-cache")
+        wanted: list[str] = []
+        if llm is not None:
+            sketch = sira.expand_queries({"q": query}, llm, task=args.task, cache=cache)
+            wanted = sketch.phrases.get("q", [])
+            _print_reply_stats("query", sketch.stats)
+        terms, _ = index.expansion_terms(wanted, query)
+        if llm is not None:
+            print(f"sketch: {', '.join(wanted) or '-'}\nkept terms: {', '.join(terms) or '-'}")
+        texts = _sira_texts(args.index)
+        for rank, (doc_id, score) in enumerate(
+            index.search(query, expansion=terms, weight=args.weight, k=args.k, phrases=False), 1
+        ):
+            snippet = " ".join(texts.get(doc_id, "").split())[:100]
+            print(f"{rank:>3}  {score:8.3f}  {doc_id}  {snippet}")
+        return 0
+    from argus_ir.evaluate import load_beir, results_markdown, subsample, write_results
+
+    conditions = tuple(c.strip() for c in args.conditions.split(",") if c.strip())
+    weights = [float(w) for w in args.weight.split(",") if w.strip()]
+    llm, cache = (None, None)
+    if any(c != "original" for c in conditions):
+        llm, cache = _sira_llm(args, args.out / "llm-cache")
+    results = []
+    for folder in args.datasets:
+        data = subsample(
+            load_beir(folder, args.split),
+            max_queries=args.max_queries,
+            max_docs=args.max_docs,
+            seed=args.seed,
+        )
+        print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
+        for reason, count in data.notes.items():
+            print(f"  note: {count} {reason}")
+        result = sira.evaluate_sira(
+            data,
+            llm,
+            conditions=conditions,
+            task=args.task,
+            tau=args.tau,
+            weight=weights,
+            cache=cache,
+            show_progress=show,
+        )
+        for c in result.conditions.values():
+            for side in ("corpus", "query"):
+                if side in c.stats:
+                    _print_reply_stats(f"{c.name} {side}", sira.ReplyStats(**c.stats[side]))
+        results.append(result)
+    out = write_results(results, args.out)
+    print(results_markdown(results), end="")
+    print(f"-> {out}/results.md, results.json, per_query.jsonl")
+    return 0
+
+
+def _print_reply_stats(what: str, s: Any) -> None:
+    dropped = {
+        "failed": s.failed,
+        "empty": s.empty,
+        "unparseable": s.unparseable,
+        "repeating the input": s.repeats_input,
+        "phrases too long": s.too_long,
+        "phrases already in the text": s.copied,
+        "answer-like phrases": s.answer_like,
+    }
+    print(
+        f"  {what}: {s.calls} LLM calls ({s.cache_hits} cached, {s.llm_s:.1f} s), "
+        f"{s.kept} of {s.phrases} phrases kept"
+        + "".join(f"; {n} {why}" for why, n in dropped.items() if n),
+        file=sys.stderr,
+    )
+    for error in s.errors[:3]:
+        print(f"    error: {error}", file=sys.stderr)
+
+
+def _sira_texts(folder: Path) -> dict[str, str]:
+    from argus_ir._io import iter_jsonl
+
+    path = folder / "documents.jsonl"
+    return {row["id"]: row["text"] for _, row in iter_jsonl(path)} if path.exists() else {}
+
+
 _COMMANDS = {
     "demo": _cmd_demo,
     "audit": _cmd_audit,
@@ -667,6 +864,7 @@ _COMMANDS = {
     "diagnose": _cmd_diagnose,
     "augment": _cmd_augment,
     "evaluate": _cmd_evaluate,
+    "sira": _cmd_sira,
     "report": _cmd_report,
 }
 
