@@ -5,9 +5,18 @@
 - :class:`ArgusRetriever`: searches a vector store holding those views and returns one original
   document per source.
 - :func:`collapse_documents`: the folding, for scored hits you already have.
+- :class:`SiraEnricher` and :class:`SiraRetriever`: lexical SIRA, LLM search vocabulary in the
+  documents' metadata and a BM25 retriever that uses it plus a per-query sketch.
 """
 
 from langchain_argus.retriever import ArgusRetriever, collapse_documents
+from langchain_argus.sira import SiraEnricher, SiraRetriever
 from langchain_argus.transformer import ArgusDocumentTransformer
 
-__all__ = ["ArgusDocumentTransformer", "ArgusRetriever", "collapse_documents"]
+__all__ = [
+    "ArgusDocumentTransformer",
+    "ArgusRetriever",
+    "SiraEnricher",
+    "SiraRetriever",
+    "collapse_documents",
+]
