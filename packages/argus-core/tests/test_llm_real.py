@@ -129,3 +129,59 @@ def test_a_server_that_goes_away_leaves_fallbacks_not_failures(llama_server):
     views = list(Argus(remedy="synthesis", llm=llm).augment([DOC], stats=stats))
     assert views[0].text == DOC[1] and views[1].metadata["argus_view"] == "descriptor"
     assert "cannot reach" in stats.fallback_reasons[0][1] and stats.llm_calls == 2
+
+
+SIRA_DOCS = [
+    ("d1", "Aspirin reduces fever and pain in adults."),
+    ("d2", "Statins lower cholesterol, which drives plaque in coronary arteries."),
+]
+
+
+def _check_sira(llm, cache_folder):
+    from argus_ir.sira import CallCache, SiraIndex, enrich_corpus, expand_queries
+
+    first = enrich_corpus(SIRA_DOCS, llm, cache=CallCache(cache_folder), max_tokens=48)
+    s = first.stats
+    assert s.calls == 2 and s.failed == 0 and s.cache_hits == 0
+    # every reply is used or counted, every parsed phrase kept or counted
+    assert s.kept + s.too_long + s.copied == s.phrases
+    again = enrich_corpus(SIRA_DOCS, llm, cache=CallCache(cache_folder), max_tokens=48)
+    assert again.stats.cache_hits == 2 and again.phrases == first.phrases
+    index = SiraIndex.build(SIRA_DOCS, enrichment=first.phrases, tau=1.0)
+    assert index.stats.phrases == sum(len(p) for p in first.phrases.values())
+    sketch = expand_queries({"q": "Do statins prevent heart attacks?"}, llm, max_tokens=48)
+    assert sketch.stats.calls == 1 and sketch.stats.failed == 0
+    terms, _ = index.expansion_terms(
+        sketch.phrases.get("q", []), "Do statins prevent heart attacks?"
+    )
+    assert all(index.df(t) > 0 for t in terms)
+
+
+@pytest.mark.slow
+def test_sira_through_transformers_with_smollm2(tmp_path):
+    pytest.importorskip("gguf")
+    _smollm2()
+    from argus_ir.llm import TransformersLLM
+
+    _check_sira(TransformersLLM(device="cpu", max_tokens=48), tmp_path)
+
+
+@pytest.mark.integration
+def test_sira_command_against_a_real_llama_cpp_server(llama_server, tmp_path, capsys):
+    import json
+
+    from argus_ir.cli import main
+    from argus_ir.llm import OpenAICompatibleLLM
+
+    _check_sira(OpenAICompatibleLLM(llama_server, "smollm2", max_tokens=48), tmp_path / "api")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in SIRA_DOCS))
+    llm = ["--llm", f"openai:{llama_server}@smollm2"]
+    idx = tmp_path / "idx"
+    assert main(["-q", "sira", "index", str(corpus), "--out", str(idx), *llm]) == 0
+    assert "corpus: 2 LLM calls (0 cached" in capsys.readouterr().err
+    stored = [json.loads(line)["text"] for line in (idx / "documents.jsonl").open()]
+    assert stored == [t for _, t in SIRA_DOCS]
+    for cached in (0, 1):  # the second search is answered from the cache
+        assert main(["-q", "sira", "search", str(idx), "statins", "and", "heart", *llm]) == 0
+        assert f"query: 1 LLM calls ({cached} cached" in capsys.readouterr().err

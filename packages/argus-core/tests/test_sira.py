@@ -20,6 +20,7 @@ from argus_ir.sira import (
     SiraIndex,
     build_prompt,
     enrich_corpus,
+    evaluate_sira,
     expand_queries,
     parse_terms,
 )
@@ -268,3 +269,86 @@ def test_a_broken_cache_file_is_named(tmp_path):
     (tmp_path / "calls.jsonl").write_text('{"format": 1, "key": "k", "reply": "r"}\nnot json\n')
     with pytest.raises(ArgusInputError, match=r"calls.jsonl:2"):
         CallCache(tmp_path)
+
+
+# -- evaluation and the command ----------------------------------------------------------------------
+
+
+def _beir(root, docs, queries, qrels):
+    (root / "qrels").mkdir(parents=True)
+    rows = [{"_id": d, "title": "", "text": t} for d, t in docs]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    rows = [{"_id": q, "text": t} for q, t in queries]
+    (root / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    lines = "".join(f"{q}\t{d}\t1\n" for q, d in qrels)
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + lines, "utf-8")
+    return root
+
+
+QUERIES = [("q1", "drugs against high temperature"), ("q2", "flu shots for older adults")]
+QRELS = [("q1", "d1"), ("q2", "d3")]
+
+
+def test_evaluate_sira_scores_each_condition_against_bm25(tmp_path):
+    from argus_ir.evaluate import load_beir, score_run
+
+    data = load_beir(_beir(tmp_path / "ds", CORPUS, QUERIES, QRELS))
+    replies = ["antipyretic\nhigh temperature", "", "", "", "", ""]  # corpus side, d1..d6
+    replies += ["antipyretic", "influenza vaccines"]  # query side, q1 and q2
+    result = evaluate_sira(data, ScriptedLLM(replies), tau=0.5, weight=0.5)
+    assert list(result.conditions) == ["original", "sira-corpus", "sira-query", "sira-both"]
+    assert result.retriever == "bm25"
+    # plain BM25 matches bm25s's ranking, scored by ir-measures
+    plain = SiraIndex.build(CORPUS)
+    ref = _bm25s_index([plain.analyzer.tokens(t) for _, t in CORPUS])
+    run = {}
+    for qid, text in QUERIES:
+        scores = ref.get_scores(plain.analyzer.tokens(text))
+        run[qid] = {CORPUS[i][0]: float(s) for i, s in enumerate(scores) if s > 0}
+    expected, _ = score_run({q: {d: 1} for q, d in QRELS}, run)
+    assert result.conditions["original"].aggregate == pytest.approx(expected)
+    # q1 reaches d1 only through d1's enrichment ("high temperature" is not in d1's text)
+    corpus = result.conditions["sira-corpus"]
+    assert (
+        corpus.per_query["q1"]["nDCG@10"] > result.conditions["original"].per_query["q1"]["nDCG@10"]
+    )
+    assert corpus.llm_calls == len(CORPUS) and corpus.stats["index"]["enriched_documents"] == 1
+    assert corpus.stats["corpus"]["empty"] == 5
+    both = result.conditions["sira-both"]
+    assert both.llm_calls == len(CORPUS) + 2 and "nDCG@10" in both.significance
+    assert result.conditions["sira-query"].stats["query"]["cache_hits"] == 0
+
+
+def test_the_sira_command_without_llm(tmp_path, capsys):
+    from argus_ir.cli import main
+
+    root = _beir(tmp_path / "ds", CORPUS, QUERIES, QRELS)
+    idx = tmp_path / "idx"
+    assert (
+        main(["-q", "sira", "index", str(root / "corpus.jsonl"), "--out", str(idx), "--no-llm"])
+        == 0
+    )
+    assert "6 documents, 0 enriched" in capsys.readouterr().out
+    assert main(["-q", "sira", "search", str(idx), "cholesterol", "plaque", "--no-llm"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[2] for line in lines] == ["d2", "d4"]
+    assert "Statins lower cholesterol" in lines[0]
+    out = tmp_path / "eval"
+    assert (
+        main(["-q", "sira", "evaluate", str(root), "--out", str(out), "--conditions", "original"])
+        == 0
+    )
+    saved = json.loads((out / "results.json").read_text())
+    assert saved[0]["retriever"] == "bm25" and list(saved[0]["conditions"]) == ["original"]
+    assert (out / "results.md").exists() and (out / "per_query.jsonl").exists()
+
+
+def test_the_sira_command_names_bad_input(tmp_path, capsys):
+    from argus_ir.cli import main
+
+    assert main(["sira", "search", str(tmp_path), "x", "--no-llm"]) == 1
+    assert "not a SIRA index (no card.json)" in capsys.readouterr().err
+    root = _beir(tmp_path / "ds", CORPUS, QUERIES, QRELS)
+    args = ["sira", "evaluate", str(root), "--out", str(tmp_path / "o"), "--conditions", "bm42"]
+    assert main(args) == 1
+    assert "unknown SIRA condition 'bm42'" in capsys.readouterr().err
