@@ -13,6 +13,7 @@ import importlib.util
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -698,19 +699,10 @@ def _doc_row(doc_id: str, diagnosis: Diagnosis, views: int) -> dict[str, object]
     }
 
 
-def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from argus_ir.evaluate import (
-        evaluate,
-        load_beir,
-        parse_ablations,
-        results_markdown,
-        subsample,
-        write_results,
-    )
+def _beir_datasets(args: argparse.Namespace) -> Iterator[Any]:
+    """The BEIR folders of an evaluation command, read and cut down as asked, each announced."""
+    from argus_ir.evaluate import load_beir, subsample
 
-    remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
-    ablations = parse_ablations(args.ablate)
-    results = []
     for folder in args.datasets:
         data = subsample(
             load_beir(folder, args.split),
@@ -721,6 +713,25 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
         for reason, count in data.notes.items():
             print(f"  note: {count} {reason}")
+        yield data
+
+
+def _write_evaluation(results: list[Any], out: Path) -> int:
+    from argus_ir.evaluate import results_markdown, write_results
+
+    folder = write_results(results, out)
+    print(results_markdown(results), end="")
+    print(f"-> {folder}/results.md, results.json, per_query.jsonl")
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from argus_ir.evaluate import evaluate, parse_ablations
+
+    remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
+    ablations = parse_ablations(args.ablate)
+    results = []
+    for data in _beir_datasets(args):
         results.append(
             evaluate(
                 data,
@@ -732,10 +743,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 **_argus_settings(args),
             )
         )
-    out = write_results(results, args.out)
-    print(results_markdown(results), end="")
-    print(f"-> {out}/results.md, results.json, per_query.jsonl")
-    return 0
+    return _write_evaluation(results, args.out)
 
 
 def _sira_llm(args: argparse.Namespace, default_cache: Path) -> tuple[Any, Any]:
@@ -791,24 +799,13 @@ def _cmd_sira(args: argparse.Namespace) -> int:
             snippet = " ".join(texts.get(doc_id, "").split())[:100]
             print(f"{rank:>3}  {score:8.3f}  {doc_id}  {snippet}")
         return 0
-    from argus_ir.evaluate import load_beir, results_markdown, subsample, write_results
-
     conditions = tuple(c.strip() for c in args.conditions.split(",") if c.strip())
     weights = [float(w) for w in args.weight.split(",") if w.strip()]
     llm, cache = (None, None)
     if any(c != "original" for c in conditions):
         llm, cache = _sira_llm(args, args.out / "llm-cache")
     results = []
-    for folder in args.datasets:
-        data = subsample(
-            load_beir(folder, args.split),
-            max_queries=args.max_queries,
-            max_docs=args.max_docs,
-            seed=args.seed,
-        )
-        print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
-        for reason, count in data.notes.items():
-            print(f"  note: {count} {reason}")
+    for data in _beir_datasets(args):
         result = sira.evaluate_sira(
             data,
             llm,
@@ -824,10 +821,7 @@ def _cmd_sira(args: argparse.Namespace) -> int:
                 if side in c.stats:
                     _print_reply_stats(f"{c.name} {side}", sira.ReplyStats(**c.stats[side]))
         results.append(result)
-    out = write_results(results, args.out)
-    print(results_markdown(results), end="")
-    print(f"-> {out}/results.md, results.json, per_query.jsonl")
-    return 0
+    return _write_evaluation(results, args.out)
 
 
 def _print_reply_stats(what: str, s: Any) -> None:

@@ -805,16 +805,9 @@ def enrich_corpus(
     The DF filter and the n-gram cut happen when the phrases go into
     :meth:`SiraIndex.build` (``enrichment=result.phrases``).
     """
-    analyzer = analyzer or Analyzer()
-    stats = ReplyStats()
-    prompts = [build_prompt("corpus", task, text, max_terms) for _, text in documents]
-    replies = _ask(llm, prompts, cache, stats, max_tokens, show_progress)
-    phrases = {}
-    for (doc_id, text), reply in zip(documents, replies):
-        kept = _clean(reply, text, analyzer, stats, "corpus", task)
-        if kept:
-            phrases[doc_id] = kept
-    return Enrichment(phrases, stats)
+    return _enrich(
+        "corpus", documents, llm, task, cache, max_terms, max_tokens, analyzer, show_progress
+    )
 
 
 def expand_queries(
@@ -832,16 +825,33 @@ def expand_queries(
 
     Filter them against an index with :meth:`SiraIndex.expansion_terms` before scoring.
     """
+    return _enrich(
+        "query", list(queries.items()), llm, task, cache, max_terms, max_tokens, analyzer,
+        show_progress,
+    )  # fmt: skip
+
+
+def _enrich(
+    side: str,
+    items: Sequence[tuple[str, str]],
+    llm: LLM,
+    task: str,
+    cache: CallCache | None,
+    max_terms: int,
+    max_tokens: int,
+    analyzer: Analyzer | None,
+    show_progress: bool,
+) -> Enrichment:
+    """One prompt per ``(id, text)`` of ``side``; the usable phrases by id, and the counts."""
     analyzer = analyzer or Analyzer()
     stats = ReplyStats()
-    items = list(queries.items())
-    prompts = [build_prompt("query", task, text, max_terms) for _, text in items]
+    prompts = [build_prompt(side, task, text, max_terms) for _, text in items]
     replies = _ask(llm, prompts, cache, stats, max_tokens, show_progress)
     phrases = {}
-    for (qid, text), reply in zip(items, replies):
-        kept = _clean(reply, text, analyzer, stats, "query", task)
+    for (key, text), reply in zip(items, replies):
+        kept = _clean(reply, text, analyzer, stats, side, task)
         if kept:
-            phrases[qid] = kept
+            phrases[key] = kept
     return Enrichment(phrases, stats)
 
 
