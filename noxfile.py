@@ -141,7 +141,12 @@ def types(session: nox.Session) -> None:
     )
 
 
-BENCHMARKS = {"audit": "audit_bench.py", "ingest": "ingest_bench.py", "eval": "eval_bench.py"}
+BENCHMARKS = {
+    "audit": "audit_bench.py",
+    "ingest": "ingest_bench.py",
+    "eval": "eval_bench.py",
+    "sira": "sira_bench.py",
+}
 
 
 @nox.session

@@ -15,7 +15,8 @@ llama.cpp server about 35 s per flagged SciFact document (two calls when the gua
 
 ``nox -s bench -- eval --models minilm --ablations`` or
 ``python benchmarks/eval_bench.py --shared-data ../shared/data --models minilm,mpnet``;
-``--report-only`` redraws the report from the saved results.
+``--report-only`` redraws the report from the saved results; ``--max-docs D`` runs the main
+conditions on a subset (how mpnet was measured on 2 cores).
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def main() -> None:
         "--llm", default="transformers", help="the synthesis backend (an argus --llm spec)"
     )
     parser.add_argument("--synthesis-only", action="store_true", help="skip the full-dataset runs")
+    parser.add_argument(
+        "--max-docs",
+        type=int,
+        help="run the main conditions on a subset (every judged document plus a seeded sample)",
+    )
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--work", type=Path, default=Path("runs"))
     parser.add_argument("--out", type=Path, default=HERE / "results")
@@ -81,6 +87,9 @@ def main() -> None:
             if not args.synthesis_only:
                 extra = [f"--ablate={a}" for a in ABLATIONS] if args.ablations else []
                 work = args.work / f"eval-{name}-{model}"
+                if args.max_docs:
+                    extra += ["--max-docs", str(args.max_docs)]
+                    work = args.work / f"eval-{name}-sub{args.max_docs}-{model}"
                 result = _evaluate(dataset, work, model, args.remedy, extra)
                 _keep(work, result, args.out)
             if args.synthesis:
