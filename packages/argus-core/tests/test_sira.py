@@ -352,3 +352,11 @@ def test_the_sira_command_names_bad_input(tmp_path, capsys):
     args = ["sira", "evaluate", str(root), "--out", str(tmp_path / "o"), "--conditions", "bm42"]
     assert main(args) == 1
     assert "unknown SIRA condition 'bm42'" in capsys.readouterr().err
+
+
+def test_a_reply_cut_at_another_length_is_another_cache_entry(tmp_path):
+    cache = CallCache(tmp_path)
+    enrich_corpus(CORPUS[:1], ScriptedLLM(["antipyretic"]), cache=cache, max_tokens=96)
+    shorter = ScriptedLLM(["NSAID"])
+    result = enrich_corpus(CORPUS[:1], shorter, cache=cache, max_tokens=16)
+    assert len(shorter.prompts) == 1 and result.phrases == {"d1": ["NSAID"]}

@@ -699,7 +699,8 @@ def _progress(total: int, show: bool) -> Any:
 
 
 class CallCache:
-    """LLM replies on disk, keyed by prompt version, the backend's fingerprint and the prompt.
+    """LLM replies on disk, keyed by prompt version, the backend's fingerprint (model and decoding
+    settings), the reply's token cap and the prompt.
 
     One append-only ``calls.jsonl``; failed calls are not stored, so a rerun retries them.
     """
@@ -715,9 +716,10 @@ class CallCache:
                 self._replies[row["key"]] = row["reply"]
 
     @staticmethod
-    def key(version: str, llm: LLM, prompt: str) -> str:
+    def key(version: str, llm: LLM, prompt: str, max_tokens: int) -> str:
+        """The cache key of one call: a reply cut at fewer tokens is another reply."""
         h = hashlib.sha256()
-        for part in (version, llm.fingerprint, prompt):
+        for part in (version, llm.fingerprint, str(max_tokens), prompt):
             h.update(part.encode("utf-8"))
             h.update(b"\x00")
         return h.hexdigest()
@@ -749,7 +751,9 @@ def _ask(
     show_progress: bool,
 ) -> list[Generation]:
     """Replies to ``(version, prompt)`` pairs, from the cache where it has them."""
-    keys = [CallCache.key(v, llm, p) for v, p in prompts] if cache is not None else []
+    keys = []
+    if cache is not None:
+        keys = [CallCache.key(v, llm, p, max_tokens) for v, p in prompts]
     replies: list[Generation | None] = [None] * len(prompts)
     todo: list[int] = []
     for i in range(len(prompts)):
