@@ -14,7 +14,9 @@ import pytest
 
 from argus_ir.cli import main
 
-COMMANDS = ("demo", "audit", "train-probe", "report", "diagnose", "augment")
+COMMANDS = (
+    "demo", "audit", "train-probe", "report", "diagnose", "augment", "evaluate", "sira", "bias"
+)  # fmt: skip
 
 
 def _sample_records() -> tuple[list[dict], list[dict]]:
@@ -60,12 +62,21 @@ def test_help_lists_every_command(capsys):
     assert "argus demo" in text
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    "command", [*[[c] for c in COMMANDS if c != "sira"], ["sira", "index"], ["sira", "evaluate"]]
+)
 def test_each_command_has_help(command, capsys):
     with pytest.raises(SystemExit) as exc:
-        main([command, "--help"])
+        main([*command, "--help"])
     assert exc.value.code == 0
     assert "--out" in capsys.readouterr().out
+
+
+def test_sira_help_lists_its_steps(capsys):
+    with pytest.raises(SystemExit):
+        main(["sira", "--help"])
+    text = capsys.readouterr().out
+    assert all(step in text for step in ("index", "search", "evaluate"))
 
 
 def test_no_command_prints_help_and_fails(capsys):

@@ -310,6 +310,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     _sira_parser(sub)
 
+    p = sub.add_parser(
+        "bias",
+        help="ColDeR bias audit: paired documents from Re-DocRED, paired t-tests per retriever",
+        description="Builds pairs of documents from a Re-DocRED-format file, each pair differing "
+        "in one factor (answer, position, name form, length, head repetition, foil vs "
+        "evidence), scores them with each retriever and BM25, and reports paired t-tests, "
+        "effect sizes and the foil test's accuracy (results.json, README.md, bias.png).",
+    )
+    p.add_argument("data", type=Path, help="Re-DocRED-format JSON (e.g. dev_revised.json)")
+    p.add_argument("--out", type=Path, required=True, help="report folder")
+    p.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        help="retriever (repeatable): minilm (default), mpnet, a model id or folder",
+    )
+    p.add_argument("--no-bm25", action="store_true", help="leave out the BM25 reference")
+    p.add_argument("--n", type=int, default=250, help="pairs per setting (250, as the paper)")
+    p.add_argument("--seed", type=int, default=0, help="sample order and foil filler seed")
+    p.add_argument("--per-doc", type=int, default=3, help="most samples from one document (3)")
+    p.add_argument(
+        "--augment",
+        default="",
+        help="comma-separated remedies after which the foil test runs again (e.g. "
+        "descriptor,expansion)",
+    )
+    p.add_argument("--templates", type=Path, help="JSON relation id -> template with {head}")
+
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
     p.add_argument("--audit", type=Path, required=True)
     p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
@@ -851,6 +879,26 @@ def _sira_texts(folder: Path) -> dict[str, str]:
     return {row["id"]: row["text"] for _, row in iter_jsonl(path)} if path.exists() else {}
 
 
+def _cmd_bias(args: argparse.Namespace) -> int:
+    from argus_ir.bias import audit_biases, bias_markdown, write_bias_report
+
+    report = audit_biases(
+        args.data,
+        args.model or ["minilm"],
+        bm25=not args.no_bm25,
+        n=args.n,
+        seed=args.seed,
+        per_doc=args.per_doc,
+        augment=[r.strip() for r in args.augment.split(",") if r.strip()],
+        templates=args.templates,
+        show_progress=not args.quiet,
+    )
+    folder = write_bias_report(report, args.out)
+    print(bias_markdown(report), end="")
+    print(f"-> {folder}/README.md, results.json, bias.png")
+    return 0
+
+
 _COMMANDS = {
     "demo": _cmd_demo,
     "audit": _cmd_audit,
@@ -859,6 +907,7 @@ _COMMANDS = {
     "augment": _cmd_augment,
     "evaluate": _cmd_evaluate,
     "sira": _cmd_sira,
+    "bias": _cmd_bias,
     "report": _cmd_report,
 }
 

@@ -41,6 +41,7 @@ __all__ = [
     "Significance",
     "ablation_name",
     "dense_run",
+    "embed_texts",
     "evaluate",
     "half_width",
     "load_beir",
@@ -453,7 +454,7 @@ class _EmbeddingCache:
         if todo:
             first = dict(zip(keys, texts))
             t0 = time.perf_counter()
-            vectors = _embed(self.encoder, [first[k] for k in todo], self.show_progress)
+            vectors = embed_texts(self.encoder, [first[k] for k in todo], self.show_progress)
             share = (time.perf_counter() - t0) / len(todo)
             self._rows.update((k, (v, share)) for k, v in zip(todo, vectors))
         if not keys:
@@ -478,7 +479,7 @@ def _filling_the_window(encoder: Any, docs: Sequence[tuple[str, str]]) -> set[st
     return {doc_id for (doc_id, _), ids in zip(docs, lengths["input_ids"]) if len(ids) >= limit}
 
 
-def _embed(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarray:
+def embed_texts(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.ndarray:
     """Embed as the retriever indexes (sentence-transformers' own encode when there is one)."""
     if not texts:
         return np.zeros((0, encoder.dim), dtype=np.float32)
@@ -580,7 +581,7 @@ def evaluate(
     argus = Argus(**{**settings, "remedy": next(iter(plan.values()))[0] if plan else "expansion"})
     encoder = argus.diagnoser.encoder if plan else argus._get("encoder")
     qids = sorted(data.queries)
-    qvec = _embed(encoder, [data.queries[q] for q in qids], False)
+    qvec = embed_texts(encoder, [data.queries[q] for q in qids], False)
     embed = _EmbeddingCache(encoder, show_progress)
 
     texts = [(d.id, d.index_text) for d in data.corpus]
