@@ -43,6 +43,7 @@ from scipy import sparse
 from argus_ir._io import atomic_path, iter_jsonl
 from argus_ir.errors import ArgusInputError
 from argus_ir.llm.base import LLM, Generation
+from argus_ir.llm.cache import CallCache, cached_generate
 
 __all__ = [
     "DEFAULT_MAX_N",
@@ -75,7 +76,6 @@ MAX_PHRASE_WORDS = 6
 TASKS = ("fact", "argument", "duplicate", "qa")
 """Task-aware prompt variants (prompt files ``sira-{corpus,query}-TASK-v1.txt``)."""
 PROMPT_SERIES = "v1"
-CACHE_FORMAT = 1
 INDEX_FORMAT = 1
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -688,60 +688,6 @@ def _copied_share(reply: Sequence[str], source: Sequence[str], n: int = 4) -> fl
 # -- the call cache ---------------------------------------------------------------------------------
 
 
-CHUNK = 16
-"""Prompts sent to the backend at a time (the cache is written after each chunk)."""
-
-
-def _progress(total: int, show: bool) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="LLM calls", unit="call", disable=not show or not total)
-
-
-class CallCache:
-    """LLM replies on disk, keyed by prompt version, the backend's fingerprint (model and decoding
-    settings), the reply's token cap and the prompt.
-
-    One append-only ``calls.jsonl``; failed calls are not stored, so a rerun retries them.
-    """
-
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self.path = self.folder / "calls.jsonl"
-        self._replies: dict[str, str] = {}
-        if self.path.exists():
-            for where, row in iter_jsonl(self.path):
-                if not isinstance(row, dict) or row.get("format") != CACHE_FORMAT:
-                    raise ArgusInputError(f"{self.path}:{where}: not an argus LLM cache record")
-                self._replies[row["key"]] = row["reply"]
-
-    @staticmethod
-    def key(version: str, llm: LLM, prompt: str, max_tokens: int) -> str:
-        """The cache key of one call: a reply cut at fewer tokens is another reply."""
-        h = hashlib.sha256()
-        for part in (version, llm.fingerprint, str(max_tokens), prompt):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x00")
-        return h.hexdigest()
-
-    def __len__(self) -> int:
-        return len(self._replies)
-
-    def get(self, key: str) -> str | None:
-        return self._replies.get(key)
-
-    def put(self, items: Sequence[tuple[str, str, str]]) -> None:
-        """Store ``(key, prompt version, reply)`` triples."""
-        if not items:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            for key, version, reply in items:
-                self._replies[key] = reply
-                row = {"format": CACHE_FORMAT, "key": key, "prompt": version, "reply": reply}
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 def _ask(
     llm: LLM,
     prompts: Sequence[tuple[str, str]],
@@ -750,36 +696,14 @@ def _ask(
     max_tokens: int,
     show_progress: bool,
 ) -> list[Generation]:
-    """Replies to ``(version, prompt)`` pairs, from the cache where it has them."""
-    keys = []
-    if cache is not None:
-        keys = [CallCache.key(v, llm, p, max_tokens) for v, p in prompts]
-    replies: list[Generation | None] = [None] * len(prompts)
-    todo: list[int] = []
-    for i in range(len(prompts)):
-        hit = cache.get(keys[i]) if cache is not None else None
-        if hit is None:
-            todo.append(i)
-        else:
-            replies[i] = Generation(hit)
-    stats.calls += len(prompts)
-    stats.cache_hits += len(prompts) - len(todo)
-    bar = _progress(len(todo), show_progress)
-    for start in range(0, len(todo), CHUNK):
-        part = todo[start : start + CHUNK]
-        t0 = time.perf_counter()
-        fresh = llm.generate([prompts[i][1] for i in part], max_tokens=max_tokens)
-        stats.llm_s += time.perf_counter() - t0
-        store = []
-        for i, g in zip(part, fresh):
-            replies[i] = g
-            if cache is not None and g.ok and g.text is not None:
-                store.append((keys[i], prompts[i][0], g.text))
-        if cache is not None:
-            cache.put(store)  # written as it goes: an interrupted run keeps what it paid for
-        bar.update(len(part))
-    bar.close()
-    return [r if r is not None else Generation(None, "no reply") for r in replies]
+    """Replies to ``(version, prompt)`` pairs (cached), counted into ``stats``."""
+    replies, count = cached_generate(
+        llm, prompts, cache, max_tokens=max_tokens, show_progress=show_progress
+    )
+    stats.calls += count.calls
+    stats.cache_hits += count.cache_hits
+    stats.llm_s += count.seconds
+    return replies
 
 
 # -- the two sides ----------------------------------------------------------------------------------

