@@ -63,9 +63,7 @@ def _norm(name: str) -> str:
 
 def entities_of(mentions: Sequence[Sequence[Any]]) -> list[list[str]]:
     """Distinct normalised surface forms (case-folded, single spaces) per text, in order."""
-    return [
-        list(dict.fromkeys(_norm(m.text) for m in ms if _norm(m.text))) for ms in mentions
-    ]
+    return [list(dict.fromkeys(_norm(m.text) for m in ms if _norm(m.text))) for ms in mentions]
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
