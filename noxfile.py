@@ -147,6 +147,7 @@ BENCHMARKS = {
     "eval": "eval_bench.py",
     "sira": "sira_bench.py",
     "bias": "bias_bench.py",
+    "coverage": "coverage_bench.py",
 }
 
 

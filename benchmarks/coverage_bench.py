@@ -1,0 +1,41 @@
+"""The semantic-coverage report on SciFact: MiniLM, mpnet and BM25 (docs/reports/coverage).
+
+Runs ``argus coverage`` on the SciFact test queries with 20 strata and, with ``--llm``, two gap
+queries per uncovered stratum. mpnet's corpus embedding dominates the time on a CPU (about 20
+minutes on 2 cores).
+
+``nox -s bench -- coverage --llm openai:http://127.0.0.1:8765/v1@smollm2`` or
+``python benchmarks/coverage_bench.py --shared-data ../shared/data``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared-data", type=Path, required=True)
+    parser.add_argument("--dataset", default="scifact")
+    parser.add_argument("--retrievers", default="minilm,mpnet,bm25")
+    parser.add_argument("--llm", default=None, help="an --llm spec for gap queries (none: skip)")
+    parser.add_argument("--cache", type=Path, default=Path("runs") / "coverage-cache")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "docs" / "reports" / "coverage")
+    args = parser.parse_args()
+    cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "coverage"]
+    cmd += [str(args.shared_data / "beir" / args.dataset), "--out", str(args.out)]
+    for name in args.retrievers.split(","):
+        cmd += ["--retriever", name]
+    if args.llm:
+        cmd += ["--gap-queries", "2", "--llm", args.llm, "--cache", str(args.cache)]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    main()
