@@ -284,13 +284,13 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     from argus_ir.testing import SCENARIO
 
     embedded: list[str] = []
-    real = ev._embed
+    real = ev.embed_texts
 
     def counting(encoder, texts, show_progress):
         embedded.extend(texts)
         return real(encoder, texts, show_progress)
 
-    monkeypatch.setattr(ev, "_embed", counting)
+    monkeypatch.setattr(ev, "embed_texts", counting)
     root = _write_beir(
         tmp_path / "scenario",
         SCENARIO.documents,
