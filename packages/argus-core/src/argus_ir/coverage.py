@@ -405,6 +405,10 @@ class CoverageReport:
     seed: int = 0
     bootstrap: int = 1000
 
+    def by_stratum(self) -> dict[str, dict[int, list[float]]]:
+        """Retriever -> stratum -> the metric of each real query whose primary stratum it is."""
+        return {name: stratified_means(s, self.primary)[2] for name, s in self.scores.items()}
+
     def summary(self) -> dict[str, dict[str, float]]:
         """Retriever -> micro and macro averages of the metric over the real queries."""
         out = {}
@@ -613,7 +617,7 @@ def coverage_markdown(report: CoverageReport, charts: bool = True) -> str:
     head = ["stratum", "label", "documents", "query weight"]
     head += [f"{name} (n)" for name in report.scores]
     lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    groups = {name: stratified_means(s, report.primary)[2] for name, s in report.scores.items()}
+    groups = report.by_stratum()
     for c, label in enumerate(report.strata.labels):
         cells = [str(c), label, str(cov["documents"][c]), f"{cov['queries'][c]:.2f}"]
         for name in report.scores:
@@ -654,11 +658,8 @@ def write_coverage_report(report: CoverageReport, out: Any) -> Any:
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / "results.json") as tmp:
         tmp.write_text(json.dumps(report.to_dict(), indent=2) + "\n", "utf-8")
-    charts = any(
-        c != NO_ENTITIES
-        for s in report.scores.values()
-        for c in stratified_means(s, report.primary)[2]
-    )
+    by_stratum = report.by_stratum()
+    charts = any(c != NO_ENTITIES for g in by_stratum.values() for c in g)
     if charts:
         labels = [f"{c}: {label[:40]}" for c, label in enumerate(report.strata.labels)]
         plots.coverage_bars(
@@ -666,12 +667,8 @@ def write_coverage_report(report: CoverageReport, out: Any) -> Any:
             folder / "coverage.png",
         )  # fmt: skip
         groups = {
-            name: {
-                labels[c]: vs
-                for c, vs in sorted(stratified_means(s, report.primary)[2].items())
-                if c != NO_ENTITIES
-            }
-            for name, s in report.scores.items()
+            name: {labels[c]: vs for c, vs in sorted(g.items()) if c != NO_ENTITIES}
+            for name, g in by_stratum.items()
         }
         overall = {name: avg["micro"] for name, avg in report.summary().items()}
         plots.strata_boxplot(groups, overall, folder / "strata.png", metric=report.metric)
