@@ -23,7 +23,6 @@ from argus_ir.remedy import KINDS as REMEDIES
 
 if TYPE_CHECKING:
     from argus_ir.audit import AuditResult
-    from argus_ir.diagnose import Diagnosis
     from argus_ir.encoder import TokenEncoder
     from argus_ir.entities import AuditData
     from argus_ir.loaders import Document
@@ -260,7 +259,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--remedy", choices=REMEDIES, default="expansion")
     _remedy_options(p)
-    p.add_argument("--docs-per-batch", type=int, default=64, help="documents per streamed batch")
+    p.add_argument(
+        "--docs-per-batch",
+        type=int,
+        default=64,
+        help="documents per streamed batch; output is checkpointed after each",
+    )
+    p.add_argument(
+        "--no-resume",
+        action="store_true",
+        help="discard an interrupted run's checkpoint (OUT.checkpoint.json) and start over "
+        "(default: resume after its last finished batch)",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -675,72 +685,58 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 def _read_corpus(path: Path) -> list[Document]:
     """A corpus file, or a BEIR dataset folder's ``corpus.jsonl``."""
-    from argus_ir.loaders import read_documents
+    from argus_ir.stream import iter_corpus
 
-    if path.is_dir():
-        found = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
-        if not found:
-            raise ArgusError(f"{path} is a folder without corpus.jsonl (not a BEIR dataset)")
-        path = found[0]
-    return read_documents(path)
+    return list(iter_corpus(_corpus_arg(path)))
 
 
 def _cmd_augment(args: argparse.Namespace) -> int:
     import json
 
-    from argus_ir._io import atomic_path
     from argus_ir.pipeline import Argus
-    from argus_ir.remedy import RemedyStats
+    from argus_ir.stream import augment_file, checkpoint_path
 
     if args.out is None and not args.dry_run:
         raise ArgusError("--out is required (or pass --dry-run)")
-    docs = _read_corpus(args.corpus)
     argus = Argus(
         **_argus_settings(args),
         remedy=args.remedy,
         batch_size=args.docs_per_batch,
         show_progress=not args.quiet,
     )
-    stats = RemedyStats()
-    per_doc: list[dict[str, object]] = []
-    if args.dry_run:
-        for diagnosis, n in argus.plan(docs, stats=stats):
-            per_doc.append(_doc_row(diagnosis.doc_id, diagnosis, n))
-    else:
-        by_id = {d.id: d for d in docs}
-        with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            for diagnosis, views in argus.process(docs, stats=stats):
-                per_doc.append(_doc_row(diagnosis.doc_id, diagnosis, len(views) - 1))
-                for view in views:
-                    record: dict[str, object] = {"_id": view.id, "title": "", "text": view.text}
-                    if view.is_original:
-                        doc = by_id[view.id]
-                        record.update(title=doc.title, text=doc.text)
-                    record["metadata"] = view.metadata
-                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    totals = stats.to_dict()
-    report = {
-        "corpus": str(args.corpus),
-        "dry_run": args.dry_run,
-        "settings": {
-            "retriever": args.model,
-            "probe": args.probe or f"shipped k={args.k}",
-            "tau": argus.diagnoser.tau,
-            "remedy": args.remedy,
-            "k_aug": args.k_aug,
-            "kb": args.kb or "default",
-            "context_threshold": args.context_threshold,
-            "llm": args.llm if args.remedy == "synthesis" else None,
-        },
-        "totals": totals,
-        "documents": per_doc,
+    settings = {
+        "retriever": args.model,
+        "probe": args.probe or f"shipped k={args.k}",
+        "tau": argus.diagnoser.tau,
+        "remedy": args.remedy,
+        "k_aug": args.k_aug,
+        "kb": args.kb or "default",
+        "context_threshold": args.context_threshold,
+        "llm": args.llm if args.remedy == "synthesis" else None,
     }
-    stats_path = args.stats or (
-        args.out.with_name(args.out.name + ".stats.json") if args.out else None
-    )
-    if stats_path is not None:
-        with atomic_path(stats_path) as tmp:
-            tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    ckpt = None if args.out is None else checkpoint_path(args.out)
+    if ckpt is not None and ckpt.is_file() and not args.no_resume and not args.dry_run:
+        done = json.loads(ckpt.read_text(encoding="utf-8")).get("documents_done", "?")
+        print(f"resuming an interrupted run after {done} documents ({ckpt})", file=sys.stderr)
+    try:
+        summary = augment_file(
+            argus,
+            _corpus_arg(args.corpus),
+            args.out,
+            stats_path=args.stats,
+            settings=settings,
+            dry_run=args.dry_run,
+            resume=not args.no_resume,
+        )
+    except BaseException:
+        if ckpt is not None and ckpt.is_file():
+            print(
+                f"note: the batches finished so far are kept; the same command resumes after "
+                f"them ({ckpt}; --no-resume starts over)",
+                file=sys.stderr,
+            )
+        raise
+    stats = summary.stats
     verb = "would add" if args.dry_run else "added"
     print(
         f"{stats.documents} documents, {stats.flagged_entities} flagged entities; {verb} "
@@ -753,17 +749,16 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         print(f"  {stats.fallbacks} documents fell back to descriptor views", file=sys.stderr)
     for doc_id, error in stats.failures[:5]:
         print(f"  failed: document {doc_id!r}: {error}", file=sys.stderr)
-    if stats_path is not None:
-        print(f"stats: {stats_path}")
+    if summary.stats_path is not None:
+        print(f"stats: {summary.stats_path}")
     return 0
 
 
-def _doc_row(doc_id: str, diagnosis: Diagnosis, views: int) -> dict[str, object]:
-    return {
-        "id": doc_id,
-        "flagged": [{"surface": e.surface, "rps": round(e.rps, 4)} for e in diagnosis.flagged],
-        "views": views,
-    }
+def _corpus_arg(path: Path) -> Path:
+    """A corpus argument that exists (the loaders name what is wrong inside it)."""
+    if not path.exists():
+        raise ArgusError(f"{path}: no such file or folder")
+    return path
 
 
 def _beir_datasets(args: argparse.Namespace) -> Iterator[Any]:

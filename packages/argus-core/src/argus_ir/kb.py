@@ -27,12 +27,15 @@ from typing import Any
 
 import numpy as np
 
+from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
 from argus_ir.grounding import normalize
 
 __all__ = ["DEFAULT_K_AUG", "Passage", "ReferenceKB"]
 
 DEFAULT_K_AUG = 2
+LOOKUP_CACHE_SIZE = 100_000
+"""Surface-form lookups a :class:`ReferenceKB` remembers (least recently used forgotten first)."""
 FORMAT_VERSION = 1
 _CARD = "kb.json"
 _PASSAGES = "passages.jsonl"
@@ -84,7 +87,7 @@ class ReferenceKB:
         self.passages = passages
         self.index = index
         self.fingerprint = fingerprint
-        self._cache: dict[tuple[str, int], list[tuple[Passage, float]]] = {}
+        self._cache: LRU[tuple[str, int], list[tuple[Passage, float]]] = LRU(LOOKUP_CACHE_SIZE)
         self._by_title: dict[str, int] = {}
         for i, p in enumerate(passages):
             self._by_title.setdefault(normalize(p.title), i)
@@ -176,7 +179,8 @@ class ReferenceKB:
 
         A passage titled with the surface form itself (compared case- and whitespace-normalised)
         comes first; the rest follow by BM25. Passages that share no query term (score 0) are not
-        returned, so a form the KB does not know gives ``[]``. Results are cached per normalised form and ``k``.
+        returned, so a form the KB does not know gives ``[]``. Results are cached per normalised
+        form and ``k`` (the last :data:`LOOKUP_CACHE_SIZE`).
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")

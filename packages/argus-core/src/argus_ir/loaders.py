@@ -48,6 +48,7 @@ __all__ = [
     "RawEdge",
     "RawEntity",
     "build_audit_data",
+    "iter_documents",
     "load_user_data",
     "read_documents",
     "read_edges_file",
@@ -345,16 +346,25 @@ def _iter_csv(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
         raise ArgusInputError(f"{path}: not UTF-8 text ({exc})") from None
 
 
-def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+def _read_parquet(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    """Column names and the rows, read one record batch at a time (memory stays flat)."""
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - pyarrow is a core dependency
         raise ImportError("reading Parquet needs pyarrow: pip install pyarrow") from exc
     try:
-        table = pq.read_table(path)
+        file = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for unreadable files
         raise ArgusInputError(f"{path}: cannot read Parquet ({exc})") from None
-    return list(table.column_names), table.to_pylist()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        try:
+            for batch in file.iter_batches(batch_size=1024):
+                yield from batch.to_pylist()
+        except Exception as exc:
+            raise ArgusInputError(f"{path}: cannot read Parquet ({exc})") from None
+
+    return list(file.schema_arrow.names), rows()
 
 
 def _entity_rows(path: Path) -> tuple[list[str] | None, Iterator[tuple[str, dict[str, Any]]]]:
@@ -583,20 +593,35 @@ def read_documents(
     text_field: str = "text",
     title_field: str | None = "title",
 ) -> list[Document]:
-    """Read a corpus from JSONL (optionally ``.gz``; BEIR's ``corpus.jsonl`` works), Parquet or CSV.
+    """Read a whole corpus into a list: :func:`iter_documents`, collected."""
+    return list(
+        iter_documents(path, id_fields=id_fields, text_field=text_field, title_field=title_field)
+    )
 
-    The id comes from the first of ``id_fields`` a record has; the text from ``text_field``; the
-    title, when records have one, from ``title_field``. A ``null`` text or title is read as ``""``
-    (a document without text passes through with nothing to diagnose).
+
+def iter_documents(
+    path: str | os.PathLike[str],
+    *,
+    id_fields: Sequence[str] = ("_id", "id"),
+    text_field: str = "text",
+    title_field: str | None = "title",
+) -> Iterator[Document]:
+    """Stream a corpus from JSONL (optionally ``.gz``; BEIR's ``corpus.jsonl`` works), Parquet or CSV.
+
+    Records are read one at a time (Parquet one record batch at a time), so memory does not grow
+    with the corpus apart from the ids kept to catch duplicates. The id comes from the first of
+    ``id_fields`` a record has; the text from ``text_field``; the title, when records have one,
+    from ``title_field``. A ``null`` text or title is read as ``""`` (a document without text
+    passes through with nothing to diagnose).
 
     Raises:
         ArgusInputError: The file is missing or malformed, a record lacks an id or has a non-string
-            text, or an id repeats (the message names file and line).
+            text, or an id repeats (the message names file and line). Raised when the iteration
+            reaches the record, after the documents before it were yielded.
     """
     p = Path(path)
     _check_exists(p)
     _, rows = _entity_rows(p)
-    out: list[Document] = []
     first_at: dict[str, str] = {}
     for where, rec in rows:
         key = next((f for f in id_fields if rec.get(f) not in (None, "")), None)
@@ -622,5 +647,4 @@ def read_documents(
                 f"{where}: {title_field!r} of document {doc_id!r} is {type(title).__name__}, not text"
             )
         first_at[doc_id] = where
-        out.append(Document(doc_id, text, where, title))
-    return out
+        yield Document(doc_id, text, where, title)

@@ -253,15 +253,21 @@ class Argus:
     # -- work ----------------------------------------------------------------------------------
 
     def _batches(
-        self, documents: Iterable[DocumentLike], show_progress: bool | None = None
+        self,
+        documents: Iterable[DocumentLike],
+        show_progress: bool | None = None,
+        *,
+        total: int | None = None,
+        done: int = 0,
     ) -> Iterator[list[Document]]:
         from tqdm.auto import tqdm
 
-        total = len(documents) if isinstance(documents, Sized) else None
+        if total is None and isinstance(documents, Sized):
+            total = len(documents) + done
         seen: set[str] = set()
         docs = as_documents(documents)
         show = self.show_progress if show_progress is None else show_progress
-        with tqdm(total=total, desc="argus", unit="doc", disable=not show) as bar:
+        with tqdm(total=total, initial=done, desc="argus", unit="doc", disable=not show) as bar:
             while batch := list(islice(docs, self.batch_size)):
                 for doc in batch:
                     if doc.id in seen:
@@ -301,8 +307,27 @@ class Argus:
 
         ``show_progress`` overrides the field for this call (adapters pass their framework's).
         """
+        for batch in self.process_batches(documents, stats=stats, show_progress=show_progress):
+            for _, diagnosis, views in batch:
+                yield diagnosis, views
+
+    def process_batches(
+        self,
+        documents: Iterable[DocumentLike],
+        *,
+        stats: RemedyStats | None = None,
+        show_progress: bool | None = None,
+        total: int | None = None,
+        done: int = 0,
+    ) -> Iterator[list[tuple[Document, Diagnosis, list[View]]]]:
+        """One list per batch of ``batch_size`` documents: each document, its diagnosis, its entries.
+
+        A batch is yielded only when all of its documents are done, which is what a resumable
+        writer checkpoints on. ``total`` and ``done`` set the progress bar's length and start (for
+        a stream whose length is known, or a run resumed after ``done`` documents).
+        """
         stats = RemedyStats() if stats is None else stats
-        for batch in self._batches(documents, show_progress):
+        for batch in self._batches(documents, show_progress, total=total, done=done):
             diagnoses = self._diagnose(batch)
             views = apply_remedy(
                 [(d.id, d.index_text) for d in batch],
@@ -319,15 +344,22 @@ class Argus:
             grouped: dict[str, list[View]] = {}
             for view in views:
                 grouped.setdefault(view.source_id, []).append(view)
-            for diagnosis in diagnoses:
-                yield diagnosis, grouped[diagnosis.doc_id]
+            yield [
+                (doc, diagnosis, grouped[doc.id])
+                for doc, diagnosis in zip(batch, diagnoses, strict=True)
+            ]
 
     def plan(
-        self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
+        self,
+        documents: Iterable[DocumentLike],
+        *,
+        stats: RemedyStats | None = None,
+        show_progress: bool | None = None,
+        total: int | None = None,
     ) -> Iterator[tuple[Diagnosis, int]]:
         """Dry run: yield each document's diagnosis and how many views it would get (no LLM)."""
         stats = RemedyStats() if stats is None else stats
-        for batch in self._batches(documents):
+        for batch in self._batches(documents, show_progress, total=total):
             diagnoses = self._diagnose(batch)
             counts = plan_remedy(
                 diagnoses,

@@ -28,13 +28,14 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from itertools import islice
 from typing import Any
 
 import numpy as np
 
+from argus_ir._lru import LRU
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.kb import DEFAULT_K_AUG, Passage, ReferenceKB
@@ -137,6 +138,19 @@ class RemedyStats:
         out["failures"] = [list(f) for f in self.failures]
         return out
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RemedyStats:
+        """Rebuild from :meth:`to_dict`'s output (a resumed run continues its counts)."""
+        counts = {f.name: int(data[f.name]) for f in fields(cls) if f.type == "int"}
+        return cls(
+            **counts,
+            fallback_reasons=[(str(a), str(b)) for a, b in data["fallback_reasons"]],
+            failures=[(str(a), str(b)) for a, b in data["failures"]],
+        )
+
+
+CONTEXT_CACHE_SIZE = 20_000
+"""Passage vectors a :class:`ContextCheck` keeps (least recently used forgotten first)."""
 
 DEFAULT_CONTEXT_THRESHOLD = 0.15
 """A starting point for :class:`ContextCheck`, set from a handful of hand-checked pairs under MiniLM."""
@@ -156,7 +170,8 @@ class ContextCheck:
         threshold: Lowest cosine to keep a passage (:data:`DEFAULT_CONTEXT_THRESHOLD` is a starting
             point, not a tuned value).
 
-    Passage vectors are cached per (passage, surface form).
+    Passage vectors are cached per (passage, surface form), the last
+    :data:`CONTEXT_CACHE_SIZE` of them.
     """
 
     def __init__(
@@ -166,10 +181,10 @@ class ContextCheck:
             raise ValueError(f"the context threshold is a cosine in [-1, 1], got {threshold}")
         self.embed = embed
         self.threshold = float(threshold)
-        self._vectors: dict[tuple[str, str], np.ndarray] = {}
+        self._vectors: LRU[tuple[str, str], np.ndarray] = LRU(CONTEXT_CACHE_SIZE)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_vectors": {}}
+        return {**self.__dict__, "_vectors": LRU(CONTEXT_CACHE_SIZE)}
 
     def prepare(self, pairs: Iterable[tuple[Passage, str]]) -> None:
         """Embed the (passage, surface form) pairs not seen yet, in one batch."""
@@ -179,13 +194,16 @@ class ContextCheck:
         vectors = np.asarray(self.embed(list(new.values())), np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-        self._vectors.update(zip(new, vectors))
+        for key, vector in zip(new, vectors):
+            self._vectors[key] = vector
 
     def similarity(self, doc_vector: np.ndarray, passage: Passage, surface: str) -> float:
         """Cosine between the document and the passage with the name masked."""
         self.prepare([(passage, surface)])
+        vector = self._vectors.get((passage.id, surface))
+        assert vector is not None  # prepare() just made it the most recent entry
         norm = float(np.linalg.norm(doc_vector))
-        return float(self._vectors[passage.id, surface] @ doc_vector) / (norm or 1.0)
+        return float(vector @ doc_vector) / (norm or 1.0)
 
     def keeps(self, doc_vector: np.ndarray, passage: Passage, surface: str) -> bool:
         return self.similarity(doc_vector, passage, surface) >= self.threshold

@@ -1,0 +1,409 @@
+"""Stream a corpus file through :class:`~argus_ir.Argus` into augmented JSONL, resumably.
+
+Input is read record by record and output written batch by batch, so memory stays flat however
+large the corpus. While a run is going, three files sit beside ``OUT``:
+
+- ``OUT.partial``: the records of every finished batch;
+- ``OUT.partial.docs``: one diagnosis row per finished document (for the stats file);
+- ``OUT.checkpoint.json``: rewritten after each batch: documents done, the byte length of both
+  files at that point, the stats so far, the settings card and a digest of the documents done.
+
+A run that finds a checkpoint resumes from it: it checks that settings and the documents already
+done are the same, cuts both files back to the last finished batch (a batch half-written when the
+process died is dropped), skips those documents and goes on. When the corpus ends, the stats file
+is written, ``OUT.partial`` becomes ``OUT`` and the rest is removed; a resumed run's output equals
+an uninterrupted run's, byte for byte.
+
+>>> from argus_ir import Argus
+>>> from argus_ir.stream import augment_file
+>>> summary = augment_file(Argus(), "corpus.jsonl", "augmented.jsonl")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import IO, Any
+
+from argus_ir._io import atomic_path
+from argus_ir.diagnose import Diagnosis
+from argus_ir.errors import ArgusInputError
+from argus_ir.loaders import Document, iter_documents
+from argus_ir.pipeline import Argus
+from argus_ir.remedy import RemedyStats, View
+
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "StreamSummary",
+    "augment_file",
+    "checkpoint_path",
+    "count_records",
+    "iter_corpus",
+    "view_record",
+]
+
+CHECKPOINT_VERSION = 1
+
+
+@dataclass
+class StreamSummary:
+    """What :func:`augment_file` did.
+
+    Attributes:
+        stats: The remedy's counts over the whole corpus (a resumed run's included).
+        documents: Documents in the corpus.
+        resumed_from: Documents an earlier, interrupted run had finished (0 for a fresh run).
+        out: The augmented JSONL (``None`` for a dry run).
+        stats_path: The stats JSON (``None`` when none was asked for).
+    """
+
+    stats: RemedyStats
+    documents: int
+    resumed_from: int
+    out: Path | None
+    stats_path: Path | None
+
+
+def iter_corpus(path: str | os.PathLike[str]) -> Iterator[Document]:
+    """Documents of a corpus file, or of a BEIR dataset folder's ``corpus.jsonl(.gz)``, streamed."""
+    return iter_documents(_corpus_file(Path(path)))
+
+
+def _corpus_file(path: Path) -> Path:
+    if path.is_dir():
+        found = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
+        if not found:
+            raise ArgusInputError(f"{path} is a folder without corpus.jsonl (not a BEIR dataset)")
+        return found[0]
+    return path
+
+
+def count_records(path: str | os.PathLike[str]) -> int | None:
+    """Records in a corpus file without parsing them (``None`` where that is not cheap).
+
+    Plain JSONL: non-blank lines; Parquet: the row count in its footer.
+    """
+    p = _corpus_file(Path(path))
+    name = p.name.lower()
+    if name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        try:
+            return int(pq.ParquetFile(p).metadata.num_rows)
+        except Exception:  # unreadable: iter_documents will say why
+            return None
+    if name.endswith(".jsonl") and p.is_file():
+        with open(p, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    return None
+
+
+def view_record(doc: Document, view: View) -> dict[str, Any]:
+    """One output line: the original with its own title and text, or a view, with lineage."""
+    if view.is_original:
+        return {"_id": view.id, "title": doc.title, "text": doc.text, "metadata": view.metadata}
+    return {"_id": view.id, "title": "", "text": view.text, "metadata": view.metadata}
+
+
+def _doc_row(diagnosis: Diagnosis, views: int) -> dict[str, Any]:
+    return {
+        "id": diagnosis.doc_id,
+        "flagged": [{"surface": e.surface, "rps": round(e.rps, 4)} for e in diagnosis.flagged],
+        "views": views,
+    }
+
+
+def _chain(digest: str, doc: Document) -> str:
+    """The running digest of the documents done, one document further (order-sensitive)."""
+    h = hashlib.sha256(digest.encode("ascii"))
+    for part in (doc.id, doc.title, doc.text):
+        h.update(b"\x00" + part.encode("utf-8"))
+    return h.hexdigest()
+
+
+def checkpoint_path(out: str | os.PathLike[str]) -> Path:
+    """Where a run writing ``out`` keeps its checkpoint."""
+    out = Path(out)
+    return out.with_name(out.name + ".checkpoint.json")
+
+
+def _partial_paths(out: Path) -> tuple[Path, Path]:
+    return out.with_name(out.name + ".partial"), out.with_name(out.name + ".partial.docs")
+
+
+def augment_file(
+    argus: Argus,
+    corpus: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None,
+    *,
+    stats_path: str | os.PathLike[str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    dry_run: bool = False,
+    resume: bool = True,
+    show_progress: bool | None = None,
+) -> StreamSummary:
+    """Augment a corpus file into JSONL, streaming, checkpointing after every batch.
+
+    Args:
+        argus: The configured :class:`~argus_ir.Argus` (its ``batch_size`` is the checkpoint step).
+        corpus: JSONL (``.gz``), Parquet or CSV, or a BEIR dataset folder.
+        out: The augmented JSONL: every original unchanged, then its views with their lineage
+            under ``metadata``. Not needed for a dry run.
+        stats_path: The stats JSON (settings, totals, one row per document). Default: ``OUT`` with
+            ``.stats.json`` appended; for a dry run without ``out``, none.
+        settings: What to record as the stats file's ``settings`` (default: the settings card).
+        dry_run: Diagnose and look up only: count flags, projected views and LLM calls.
+        resume: Continue an interrupted run's checkpoint (``False``: discard it and start over).
+        show_progress: Override ``argus.show_progress``.
+
+    Raises:
+        ArgusInputError: A bad record (named by file and line), or a checkpoint from other
+            settings or another corpus (pass ``resume=False`` to start over).
+    """
+    if out is None and not dry_run:
+        raise ArgusInputError("an output path is required unless this is a dry run")
+    out_path = None if out is None else Path(out)
+    if stats_path is None and out_path is not None:
+        stats_path = out_path.with_name(out_path.name + ".stats.json")
+    stats_file = None if stats_path is None else Path(stats_path)
+    card = argus.settings_card()
+    described = dict(settings) if settings is not None else card
+    total = count_records(corpus)
+    if dry_run:
+        return _dry_run(argus, corpus, out_path, stats_file, described, total, show_progress)
+    assert out_path is not None
+    return _run(argus, corpus, out_path, stats_file, card, described, total, resume, show_progress)
+
+
+def _dry_run(
+    argus: Argus,
+    corpus: str | os.PathLike[str],
+    out: Path | None,
+    stats_file: Path | None,
+    settings: Mapping[str, Any],
+    total: int | None,
+    show_progress: bool | None,
+) -> StreamSummary:
+    stats = RemedyStats()
+    planned = argus.plan(iter_corpus(corpus), stats=stats, total=total, show_progress=show_progress)
+    rows = (_doc_row(diagnosis, n) for diagnosis, n in planned)
+    if stats_file is None:
+        for _ in rows:
+            pass
+    else:
+        rows_file = stats_file.with_name(stats_file.name + ".rows")
+        try:
+            with open(rows_file, "w", encoding="utf-8") as fh:
+                for row in rows:
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            _write_stats(stats_file, corpus, True, settings, stats, rows_file)
+        finally:
+            rows_file.unlink(missing_ok=True)
+    return StreamSummary(stats, stats.documents, 0, None, stats_file)
+
+
+def _run(
+    argus: Argus,
+    corpus: str | os.PathLike[str],
+    out: Path,
+    stats_file: Path | None,
+    card: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    total: int | None,
+    resume: bool,
+    show_progress: bool | None,
+) -> StreamSummary:
+    partial, rows_file = _partial_paths(out)
+    ckpt_file = checkpoint_path(out)
+    state = _load_checkpoint(ckpt_file) if resume else None
+    if state is None:
+        for stale in (partial, rows_file, ckpt_file):
+            stale.unlink(missing_ok=True)
+        state = {
+            "version": CHECKPOINT_VERSION,
+            "settings": dict(card),
+            "documents_done": 0,
+            "digest": "",
+            "out_bytes": 0,
+            "rows_bytes": 0,
+            "stats": RemedyStats().to_dict(),
+        }
+    else:
+        _check_settings(ckpt_file, state, card)
+    done = int(state["documents_done"])
+    docs = iter_corpus(corpus)
+    digest = _skip_done(docs, done, str(state["digest"]), ckpt_file)
+    stats = RemedyStats.from_dict(state["stats"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _write_batches(
+            argus, docs, partial, rows_file, ckpt_file, state, stats, total, digest, show_progress
+        )
+    except BaseException:
+        if not ckpt_file.is_file():  # not one batch finished: nothing to resume from
+            partial.unlink(missing_ok=True)
+            rows_file.unlink(missing_ok=True)
+        raise
+    done = int(state["documents_done"])
+    if stats_file is not None:
+        _write_stats(stats_file, corpus, False, settings, stats, rows_file)
+    os.replace(partial, out)
+    rows_file.unlink(missing_ok=True)
+    ckpt_file.unlink(missing_ok=True)
+    return StreamSummary(stats, done, int(state.get("resumed_from", 0)), out, stats_file)
+
+
+def _write_batches(
+    argus: Argus,
+    docs: Iterator[Document],
+    partial: Path,
+    rows_file: Path,
+    ckpt_file: Path,
+    state: dict[str, Any],
+    stats: RemedyStats,
+    total: int | None,
+    digest: str,
+    show_progress: bool | None,
+) -> None:
+    done = int(state["documents_done"])
+    with (
+        _reopen(partial, int(state["out_bytes"]), ckpt_file) as fh,
+        _reopen(rows_file, int(state["rows_bytes"]), ckpt_file) as rows_fh,
+    ):
+        batches = argus.process_batches(
+            docs, stats=stats, show_progress=show_progress, total=total, done=done
+        )
+        for batch in batches:
+            for doc, diagnosis, views in batch:
+                for view in views:
+                    fh.write(json.dumps(view_record(doc, view), ensure_ascii=False) + "\n")
+                rows_fh.write(json.dumps(_doc_row(diagnosis, len(views) - 1)) + "\n")
+                digest = _chain(digest, doc)
+            done += len(batch)
+            state.update(
+                documents_done=done,
+                digest=digest,
+                out_bytes=_sync(fh),
+                rows_bytes=_sync(rows_fh),
+                stats=stats.to_dict(),
+            )
+            with atomic_path(ckpt_file) as tmp:
+                tmp.write_text(json.dumps(state, ensure_ascii=False), "utf-8")
+
+
+def _load_checkpoint(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ArgusInputError(
+            f"{path}: unreadable checkpoint ({exc}); delete it or start over with --no-resume"
+        ) from None
+    if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
+        raise ArgusInputError(
+            f"{path}: checkpoint format {state.get('version') if isinstance(state, dict) else '?'}"
+            f" is not {CHECKPOINT_VERSION}; start over with --no-resume"
+        )
+    state["resumed_from"] = int(state["documents_done"])
+    return state
+
+
+def _check_settings(path: Path, state: Mapping[str, Any], card: Mapping[str, Any]) -> None:
+    before = state["settings"]
+    changed = sorted(k for k in set(before) | set(card) if before.get(k) != card.get(k))
+    if changed:
+        raise ArgusInputError(
+            f"{path}: the interrupted run used other settings ({', '.join(changed)} differ); "
+            "rerun with the same settings to resume, or start over with --no-resume"
+        )
+
+
+def _skip_done(docs: Iterator[Document], done: int, digest: str, ckpt_file: Path) -> str:
+    """Read past the documents a checkpoint covers, checking they are the same ones."""
+    running = ""
+    n = 0
+    for doc in islice(docs, done):
+        running = _chain(running, doc)
+        n += 1
+    if n != done or running != digest:
+        raise ArgusInputError(
+            f"{ckpt_file}: the corpus is not the one the interrupted run read (its first {done} "
+            "documents differ); start over with --no-resume"
+        )
+    return running
+
+
+class _reopen:
+    """Open ``path`` for appending after cutting it back to ``size`` bytes (the last checkpoint)."""
+
+    def __init__(self, path: Path, size: int, ckpt_file: Path) -> None:
+        self.path, self.size, self.ckpt_file = path, size, ckpt_file
+        self.fh: IO[str] | None = None
+
+    def __enter__(self) -> IO[str]:
+        if self.size:
+            have = self.path.stat().st_size if self.path.is_file() else -1
+            if have < self.size:
+                raise ArgusInputError(
+                    f"{self.path} is shorter than {self.ckpt_file} says ({have} < {self.size} "
+                    "bytes); start over with --no-resume"
+                )
+            with open(self.path, "r+b") as raw:
+                raw.truncate(self.size)
+        self.fh = open(self.path, "a" if self.size else "w", encoding="utf-8", newline="\n")
+        return self.fh
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.fh is not None
+        self.fh.close()
+
+
+def _sync(fh: IO[str]) -> int:
+    """Flush ``fh`` to disk; its length in bytes."""
+    fh.flush()
+    os.fsync(fh.fileno())
+    return os.fstat(fh.fileno()).st_size
+
+
+def _write_stats(
+    path: Path,
+    corpus: str | os.PathLike[str],
+    dry_run: bool,
+    settings: Mapping[str, Any],
+    stats: RemedyStats,
+    rows_file: Path,
+) -> None:
+    """The stats JSON, its per-document rows copied from ``rows_file`` line by line."""
+    head = json.dumps(
+        {
+            "corpus": str(corpus),
+            "dry_run": dry_run,
+            "settings": dict(settings),
+            "totals": stats.to_dict(),
+        },
+        indent=2,
+        ensure_ascii=False,
+    )
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(head[: -len("\n}")] + ',\n  "documents": [')
+        _copy_rows(fh, _lines(rows_file))
+        fh.write("\n  ]\n}\n")
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            yield line.rstrip("\n")
+
+
+def _copy_rows(fh: IO[str], rows: Iterable[str]) -> None:
+    first = True
+    for row in rows:
+        fh.write(("\n    " if first else ",\n    ") + row)
+        first = False

@@ -1,0 +1,166 @@
+"""Streaming, checkpointed augmentation (argus_ir.stream) and the bounded caches behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from itertools import islice
+from pathlib import Path
+
+import pytest
+
+from argus_ir._lru import LRU
+from argus_ir.errors import ArgusInputError
+from argus_ir.stream import augment_file, checkpoint_path, count_records, iter_corpus
+
+pytest.importorskip("spacy")
+pytest.importorskip("sentence_transformers")
+
+
+@pytest.fixture(scope="module")
+def argus():
+    from argus_ir import Argus
+
+    return Argus(remedy="descriptor", batch_size=16).load()
+
+
+def _corpus(shared_data: Path, path: Path, n: int, *, bad_at: int | None = None) -> Path:
+    """The first ``n`` MS MARCO passages as JSONL; record ``bad_at`` (0-based) made malformed."""
+    with open(shared_data / "beir" / "msmarco5k" / "corpus.jsonl", encoding="utf-8") as fh:
+        lines = list(islice(fh, n))
+    if bad_at is not None:
+        lines[bad_at] = '{"_id": "broken", "text": 7}\n'
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def _outputs(out: Path) -> tuple[bytes, bytes]:
+    return out.read_bytes(), out.with_name(out.name + ".stats.json").read_bytes()
+
+
+def test_lru_forgets_the_least_recently_used():
+    cache: LRU[str, int] = LRU(2)
+    cache["a"], cache["b"] = 1, 2
+    assert cache.get("a") == 1  # "a" is now the most recent
+    cache["c"] = 3
+    assert "b" not in cache and cache.get("a") == 1 and cache.get("c") == 3 and len(cache) == 2
+
+
+def test_count_records_without_parsing(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": "a", "text": "x"}\n\n{"_id": "b", "text": "y"}\n')
+    assert count_records(path) == 2 == len(list(iter_corpus(path)))
+    assert count_records(tmp_path / "c.csv") is None
+
+
+def test_stream_writes_the_same_as_the_in_memory_api(argus, shared_data, tmp_path):
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 40)
+    out = tmp_path / "out.jsonl"
+    summary = augment_file(argus, corpus, out)
+    assert summary.documents == 40 and summary.resumed_from == 0
+    rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    views = list(argus.augment(iter_corpus(corpus)))
+    assert [r["_id"] for r in rows] == [v.id for v in views]
+    assert [r["metadata"] for r in rows] == [v.metadata for v in views]
+    assert summary.stats.views == sum(not v.is_original for v in views) > 0
+    stats = json.loads(out.with_name("out.jsonl.stats.json").read_text("utf-8"))
+    assert [d["id"] for d in stats["documents"]] == [d.id for d in iter_corpus(corpus)]
+    assert stats["totals"]["views"] == summary.stats.views
+    leftovers = {p.name for p in tmp_path.iterdir()} - {
+        "c.jsonl",
+        "out.jsonl",
+        out.name + ".stats.json",
+    }
+    assert not leftovers, leftovers
+
+
+def test_a_run_stopped_by_a_bad_record_resumes_after_the_fix(argus, shared_data, tmp_path):
+    reference = tmp_path / "reference.jsonl"
+    augment_file(argus, _corpus(shared_data, tmp_path / "good.jsonl", 60), reference)
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 60, bad_at=50)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(ArgusInputError, match=r"c\.jsonl:51: 'text' of document 'broken'"):
+        augment_file(argus, corpus, out)
+    ckpt = json.loads(checkpoint_path(out).read_text("utf-8"))
+    assert ckpt["documents_done"] == 48  # three batches of 16 finished before line 51
+    assert not out.exists()
+    _corpus(shared_data, corpus, 60)  # the user fixes the file
+    summary = augment_file(argus, corpus, out)
+    assert summary.resumed_from == 48 and summary.documents == 60
+    assert out.read_bytes() == reference.read_bytes()
+    stats, ref_stats = (
+        json.loads(p.with_name(p.name + ".stats.json").read_text()) for p in (out, reference)
+    )
+    assert stats["totals"] == ref_stats["totals"] and stats["documents"] == ref_stats["documents"]
+    assert not checkpoint_path(out).exists() and not out.with_name("out.jsonl.partial").exists()
+
+
+def test_a_half_written_batch_is_cut_off_on_resume(argus, shared_data, tmp_path):
+    reference = tmp_path / "reference.jsonl"
+    augment_file(argus, _corpus(shared_data, tmp_path / "good.jsonl", 40), reference)
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 40, bad_at=35)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(ArgusInputError):
+        augment_file(argus, corpus, out)
+    with open(out.with_name("out.jsonl.partial"), "a", encoding="utf-8") as fh:
+        fh.write('{"_id": "from a batch that never fin')  # the process died mid-write
+    _corpus(shared_data, corpus, 40)
+    augment_file(argus, corpus, out)
+    assert out.read_bytes() == reference.read_bytes()
+
+
+def test_resume_refuses_other_settings_or_another_corpus(argus, shared_data, tmp_path):
+    from argus_ir import Argus
+
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 40, bad_at=35)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(ArgusInputError):
+        augment_file(argus, corpus, out)
+    other = Argus(remedy="expansion", batch_size=16)
+    other._loaded.update(argus._loaded)  # same models, another remedy
+    with pytest.raises(ArgusInputError, match="other settings \\(remedy differ\\).*--no-resume"):
+        augment_file(other, corpus, out)
+    _corpus(shared_data, corpus, 41)  # one more line at the end: still the same first 32
+    shuffled = corpus.read_text("utf-8").splitlines(keepends=True)
+    corpus.write_text("".join(shuffled[1:] + shuffled[:1]), "utf-8")
+    with pytest.raises(ArgusInputError, match="first 32 documents differ"):
+        augment_file(argus, corpus, out)
+    summary = augment_file(argus, corpus, out, resume=False)  # start over
+    assert summary.resumed_from == 0 and summary.documents == 41
+
+
+def test_a_killed_cli_run_resumes_to_the_uninterrupted_output(shared_data, tmp_path):
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 400)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    base = [sys.executable, "-m", "argus_ir.cli", "-q", "augment", str(corpus)]
+    opts = ["--remedy", "descriptor", "--docs-per-batch", "16"]
+    reference = tmp_path / "reference.jsonl"
+    subprocess.run([*base, "--out", str(reference), *opts], check=True, env=env)
+
+    out = tmp_path / "out.jsonl"
+    ckpt = checkpoint_path(out)
+    proc = subprocess.Popen([*base, "--out", str(out), *opts], env=env)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if ckpt.is_file() and json.loads(ckpt.read_text("utf-8"))["documents_done"] >= 64:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)  # no cleanup of any kind
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = json.loads(ckpt.read_text("utf-8"))["documents_done"]
+    assert 64 <= done < 400 and not out.exists()
+
+    resumed = subprocess.run(
+        [*base, "--out", str(out), *opts], env=env, capture_output=True, text=True, check=True
+    )
+    assert f"resuming an interrupted run after {done} documents" in resumed.stderr
+    assert _outputs(out) == _outputs(reference)
