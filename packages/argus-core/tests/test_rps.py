@@ -141,3 +141,41 @@ def test_split_half_reliability_sees_signal_and_noise():
     assert signal.spearman_brown > 0.6
     assert signal.ceiling == pytest.approx(math.sqrt(signal.spearman_brown))
     assert abs(noise.spearman_brown) < 0.2
+
+
+def _pairs_of(target):
+    target = np.asarray(target)
+    return rps.PairStats(
+        target=target,
+        query=np.arange(target.size),
+        score=np.zeros(target.size),
+        n_above=np.zeros(target.size, dtype=np.int64),
+        n_eligible=np.ones(target.size, dtype=np.int64),
+    )
+
+
+def test_variance_reliability_by_hand():
+    # target 0: hits 1, 0 (mean .5); target 1: 1, 1, 1 (mean 1); target 2: one hit of 0 (mean 0)
+    st = _pairs_of([0, 0, 1, 1, 1, 2])
+    hits = np.array([1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+    # pooled within variance: squared deviations .25 + .25 + 0 over (2-1) + (3-1) dof = 0.5 / 3
+    s2_w = 0.5 / 3
+    means = np.array([0.5, 1.0, 0.0])
+    expected = 1 - np.mean(s2_w / np.array([2, 3, 1])) / means.var()
+    assert rps.variance_reliability(st, hits) == pytest.approx(expected)
+
+
+def test_variance_reliability_matches_the_simulated_truth_and_counts_single_pairs():
+    rng = np.random.default_rng(3)
+    n_t = 3000
+    sizes = rng.choice([1, 2, 4, 8], size=n_t)
+    true = rng.beta(0.7, 1.5, n_t)
+    target = np.repeat(np.arange(n_t), sizes)
+    hits = (rng.random(target.size) < true[target]).astype(float)
+    st = _pairs_of(target)
+    label = np.bincount(target, weights=hits) / sizes
+    truth = np.corrcoef(label, true)[0, 1] ** 2  # share of label variance that is signal
+    assert rps.variance_reliability(st, hits) == pytest.approx(truth, abs=0.04)
+    # the split-half estimate only sees targets with two or more pairs: a higher number here
+    assert rps.split_half_reliability(st, hits).spearman_brown > truth + 0.05
+    assert math.isnan(rps.variance_reliability(_pairs_of([0, 1, 2]), np.array([1.0, 0, 1])))

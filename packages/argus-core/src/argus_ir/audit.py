@@ -11,7 +11,7 @@ import json
 import logging
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,8 @@ class AuditResult:
                     spearman_brown=_float(r["spearman_brown"]),
                     ceiling=_float(r["ceiling"]),
                     n_entities=int(r["n_entities"]),
+                    all_reliability=_float(r.get("all_reliability")),
+                    all_ceiling=_float(r.get("all_ceiling")),
                 )
                 for k, r in meta["reliability"].items()
             },
@@ -301,7 +303,9 @@ def run_audit(
         rps_k[k] = _rps.rps_by_target(stats, sampled[k], data.graph.n)[1]
         hits = _rps.expected_hits(stats, k, settings.n_neutrals)
         exp_k[k] = _rps.rps_by_target(stats, hits, data.graph.n)[1]
-        rel[k] = _rps.split_half_reliability(stats, hits, seed=settings.seed)
+        half = _rps.split_half_reliability(stats, hits, seed=settings.seed)
+        pooled = _rps.variance_reliability(stats, hits)
+        rel[k] = replace(half, all_reliability=pooled, all_ceiling=float(np.sqrt(pooled)))
     curves = _curves(stats, data.graph.n, settings)
     ents = [data.entities[int(i)] for i in targets]
     return AuditResult(

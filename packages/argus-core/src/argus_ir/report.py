@@ -83,6 +83,7 @@ def write_report(
                 kk / s.n_neutrals,
                 rel.spearman_brown,
                 rel.ceiling,
+                rel.all_ceiling,
             ]
         )
     lines += _table(
@@ -94,7 +95,8 @@ def write_report(
             "mean expected RPS",
             "chance k/N",
             "split-half reliability",
-            "Pearson ceiling",
+            "Pearson ceiling (>= 2 related)",
+            "Pearson ceiling (all targets)",
         ],
         rows,
     )

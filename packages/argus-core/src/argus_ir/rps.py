@@ -33,6 +33,7 @@ __all__ = [
     "rps_by_target",
     "sampled_hits",
     "split_half_reliability",
+    "variance_reliability",
 ]
 
 
@@ -68,12 +69,18 @@ class Reliability:
         ceiling: ``sqrt(spearman_brown)``: the highest Pearson correlation any predictor can reach
             against this noisy label (the correlation of the label with its own noise-free value).
         n_entities: Entities with at least two related entities (the ones that can be split).
+        all_reliability: Reliability of the label over *every* target, single-relation ones
+            included, from :func:`variance_reliability` (NaN where not computed).
+        all_ceiling: ``sqrt(all_reliability)``: the Pearson ceiling for a test split drawn from
+            all targets, as probes are tested.
     """
 
     half_r: float
     spearman_brown: float
     ceiling: float
     n_entities: int
+    all_reliability: float = float("nan")
+    all_ceiling: float = float("nan")
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -251,6 +258,35 @@ def split_half_reliability(
     sb = 2 * r / (1 + r) if r > -1 else float("nan")
     ceiling = float(np.sqrt(sb)) if sb > 0 else 0.0
     return Reliability(r, float(sb), ceiling, int(uniq.size))
+
+
+def variance_reliability(stats: PairStats, hits: np.ndarray) -> float:
+    """Reliability of per-target RPS over all targets, from one-way variance components.
+
+    Each target's RPS is the mean of its ``n_i`` pair hits. With ``s2_w`` the pooled within-target
+    variance of hits (from targets with at least two pairs), the noise variance of target ``i``'s
+    mean is ``s2_w / n_i``; the reliability is ``1 - mean_i(s2_w / n_i) / var(RPS)``, the share of
+    the label's variance that is not sampling noise of its related set. Unlike the split-half
+    estimate it covers targets with a single related entity, whose labels are the noisiest, so it
+    is the ceiling that applies to a test split drawn from all targets.
+
+    Returns:
+        The reliability, clipped at 0; NaN when no target has two pairs or the labels are constant.
+    """
+    h = np.asarray(hits, dtype=np.float64)
+    counts = np.bincount(stats.target)
+    sums = np.bincount(stats.target, weights=h)
+    present = counts > 0
+    means = np.zeros(counts.size)
+    means[present] = sums[present] / counts[present]
+    dev2 = np.bincount(stats.target, weights=(h - means[stats.target]) ** 2)
+    n = counts[present]
+    multi = n >= 2
+    y = means[present]
+    if not multi.any() or y.var() == 0:
+        return float("nan")
+    s2_w = dev2[present][multi].sum() / (n[multi] - 1).sum()
+    return max(0.0, float(1.0 - np.mean(s2_w / n) / y.var()))
 
 
 def _check_k_n(k: int, n_neutrals: int) -> None:
