@@ -148,6 +148,7 @@ BENCHMARKS = {
     "sira": "sira_bench.py",
     "bias": "bias_bench.py",
     "coverage": "coverage_bench.py",
+    "probe-scaling": "probe_scaling.py",
 }
 
 
