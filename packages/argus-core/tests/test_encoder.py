@@ -156,3 +156,77 @@ def test_unknown_precision_is_refused():
         SentenceTransformerEncoder("minilm", precision="fp8")
     with pytest.raises(ValueError, match="precision"):
         Argus(precision="int4")
+
+
+@pytest.mark.parametrize(
+    ("flags", "device", "expected"),
+    [
+        ({"avx2", "avx512f"}, "cpu", "fp32"),
+        ({"avx512f", "avx512_bf16"}, "cpu", "bf16"),
+        ({"amx_tile", "amx_bf16"}, "cpu", "bf16"),
+        (set(), "cpu", "fp32"),
+        ({"amx_bf16"}, "mps", "fp32"),
+    ],
+)
+def test_auto_precision_follows_native_bf16(monkeypatch, flags, device, expected):
+    from argus_ir.encoder import base
+
+    monkeypatch.setattr(base, "_cpu_flags", lambda: flags)
+    assert base.resolve_precision("auto", device) == expected
+    assert base.resolve_precision("fp32", device) == "fp32"  # explicit values stand
+    assert base.resolve_precision("bf16", device) == "bf16"
+    with pytest.raises(ValueError, match="precision"):
+        base.resolve_precision("fp16", device)
+
+
+def test_auto_precision_resolves_on_this_machine_and_in_the_settings_card():
+    from argus_ir import Argus
+    from argus_ir.encoder import SentenceTransformerEncoder
+    from argus_ir.encoder.base import native_bf16
+
+    here = "bf16" if native_bf16("cpu") else "fp32"
+    enc = SentenceTransformerEncoder("minilm", device="cpu", precision="auto")
+    assert enc.precision == here
+    assert Argus().precision == "auto"  # the default
+    assert Argus(device="cpu").settings_card()["precision"] == here  # what actually runs
+    assert Argus(device="cpu", precision="fp32").settings_card()["precision"] == "fp32"
+
+
+_MIXED_TEXTS = [
+    "Marie Curie kept her notes in a lead-lined box.",
+    "The Brahmaputra flooded Guwahati again. " * 3,
+    "Lucknow is the capital of Uttar Pradesh.",
+    "Short.",
+    "A long report on rivers. " * 90,  # several windows
+    "Humphrey Bogart starred in Casablanca, shot in Burbank.",
+    "Nine.",
+]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_texts_output_does_not_depend_on_its_batch(precision):
+    from argus_ir.encoder import SentenceTransformerEncoder
+    from argus_ir.encoder.base import native_bf16
+
+    if precision == "bf16" and not native_bf16("cpu"):
+        pytest.skip("bf16 is emulated on this CPU; invariance is only promised where it is native")
+    big = SentenceTransformerEncoder("minilm", device="cpu", batch_size=64, precision=precision)
+    small = SentenceTransformerEncoder("minilm", device="cpu", batch_size=3, precision=precision)
+    together = list(big.encode(_MIXED_TEXTS))
+    for i, text in enumerate(_MIXED_TEXTS):
+        for alone in (next(big.encode([text])), next(small.encode([text]))):
+            assert np.array_equal(alone.states, together[i].states), (precision, i)
+            assert np.array_equal(alone.doc_vector, together[i].doc_vector), (precision, i)
+    reordered = list(small.encode(_MIXED_TEXTS[::-1], chunk_size=2))[::-1]
+    for a, b in zip(reordered, together):
+        assert np.array_equal(a.states, b.states) and np.array_equal(a.doc_vector, b.doc_vector)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a one-CPU worker process
+    try:
+        single = list(small.encode(_MIXED_TEXTS))
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(single, together):
+        assert np.array_equal(a.states, b.states) and np.array_equal(a.doc_vector, b.doc_vector)

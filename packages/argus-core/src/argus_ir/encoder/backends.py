@@ -39,7 +39,8 @@ class SentenceTransformerEncoder(TokenEncoder):
         batch_size: Windows per forward pass.
         stride: Window step for long texts.
         retriever_id: Id recorded in probe cards; defaults to the canonical id of ``model``.
-        precision: ``"fp32"`` or ``"bf16"`` (see :class:`~argus_ir.encoder.base.TokenEncoder`).
+        precision: ``"fp32"``, ``"bf16"`` or ``"auto"`` (see
+            :class:`~argus_ir.encoder.base.TokenEncoder`).
 
     Example:
         >>> enc = SentenceTransformerEncoder("minilm")  # doctest: +SKIP
@@ -122,7 +123,8 @@ class TransformersEncoder(TokenEncoder):
         batch_size: Windows per forward pass.
         stride: Window step for long texts.
         retriever_id: Id recorded in probe cards.
-        precision: ``"fp32"`` or ``"bf16"`` (see :class:`~argus_ir.encoder.base.TokenEncoder`).
+        precision: ``"fp32"``, ``"bf16"`` or ``"auto"`` (see
+            :class:`~argus_ir.encoder.base.TokenEncoder`).
     """
 
     def __init__(
@@ -176,7 +178,7 @@ def load_encoder(
         backend: ``"st"`` (sentence-transformers) or ``"transformers"``.
         device: Device or ``None`` for automatic choice.
         batch_size: Windows per forward pass.
-        precision: ``"fp32"`` or ``"bf16"``.
+        precision: ``"fp32"``, ``"bf16"`` or ``"auto"``.
     """
     key = (str(model), backend, device, batch_size, precision)
     if key not in _CACHE:

@@ -16,12 +16,68 @@ import numpy as np
 
 from argus_ir.encoder.windows import Window, assign_tokens, plan_windows
 
-__all__ = ["PRECISIONS", "SPAN_POOLING", "EncodedText", "EncoderInfo", "TokenEncoder"]
+__all__ = [
+    "PRECISIONS",
+    "SPAN_POOLING",
+    "EncodedText",
+    "EncoderInfo",
+    "TokenEncoder",
+    "native_bf16",
+    "resolve_precision",
+]
 
 logger = logging.getLogger(__name__)
 
 SPAN_POOLING = "span-mean"
-PRECISIONS = ("fp32", "bf16")
+PAD_MULTIPLE = 16
+"""Windows are padded to the next multiple of this many tokens (capped at the model's limit), and
+only windows of one padded length share a forward pass. How far a window is padded changes its
+states in the last bits, so a fixed padding per window makes a text's states the same whatever
+else is in its batch (on CPU; see :meth:`TokenEncoder.encode`)."""
+MIN_BATCH_TOKENS = 512
+"""A forward pass holds at least this many token rows (and two windows): a smaller matrix product
+takes other CPU kernels, whose last bits differ, and in bf16 differ again with the thread count;
+short batches are filled with copies. (Measured with torch 2.13 on AVX512/AMX CPUs: fp32 is
+invariant from 256 rows, bf16 from 512.)"""
+PRECISIONS = ("fp32", "bf16", "auto")
+"""Forward-pass precisions: ``"auto"`` is bf16 where the device computes it natively, else fp32."""
+
+
+def native_bf16(device: str) -> bool:
+    """Whether ``device`` runs bfloat16 matrix work natively (so autocast speeds it up).
+
+    CPUs: the ``amx_bf16`` or ``avx512_bf16`` flags (read from ``/proc/cpuinfo``; other systems
+    report no). CUDA: compute capability 8.0 (Ampere) or newer. Anything else: no.
+    """
+    kind = device.split(":")[0]
+    if kind == "cpu":
+        return bool(_cpu_flags() & {"amx_bf16", "avx512_bf16"})
+    if kind == "cuda":
+        import torch
+
+        return bool(torch.cuda.is_available() and torch.cuda.get_device_capability(device)[0] >= 8)
+    return False
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU feature flags Linux reports (empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """``"fp32"`` or ``"bf16"``: ``precision`` itself, or what ``"auto"`` means on ``device``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "auto":
+        return "bf16" if native_bf16(device) else "fp32"
+    return precision
 
 
 @dataclass(frozen=True)
@@ -99,10 +155,12 @@ class TokenEncoder:
     Args:
         batch_size: Windows per forward pass.
         stride: Step between window starts for long texts (default: a quarter overlap).
-        precision: ``"fp32"`` (default: the retriever's own numbers) or ``"bf16"``: the forward pass
-            under bfloat16 autocast, pooling in float32. On CPUs with native bf16 (AVX512-BF16, AMX)
+        precision: ``"fp32"`` (default: the retriever's own numbers), ``"bf16"`` (the forward
+            pass under bfloat16 autocast, pooling in float32) or ``"auto"`` (bf16 where the device
+            has it natively, see :func:`native_bf16`). On CPUs with native bf16 (AVX512-BF16, AMX)
             it roughly halves the pass; the states differ slightly from fp32, so use it for
-            diagnosis speed, and keep indexing in the precision your retriever runs at.
+            diagnosis speed, and keep indexing in the precision your retriever runs at. After
+            loading, :attr:`precision` holds the resolved value.
     """
 
     model: Any
@@ -119,7 +177,16 @@ class TokenEncoder:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.batch_size = batch_size
         self.stride = stride
-        self.precision = precision
+        self._requested_precision = precision
+
+    @property
+    def precision(self) -> str:
+        """The forward pass's precision, ``"fp32"`` or ``"bf16"`` (``"auto"`` resolved)."""
+        resolved = getattr(self, "_precision", None)
+        if resolved is None:
+            resolved = resolve_precision(self._requested_precision, self.device)
+            self._precision = resolved
+        return resolved
 
     @property
     def dim(self) -> int:
@@ -157,8 +224,12 @@ class TokenEncoder:
     ) -> Iterator[EncodedText]:
         """Encode texts, yielding one :class:`EncodedText` per text, in input order.
 
-        Texts are read ``chunk_size`` at a time; within a chunk windows are sorted by length so a
-        batch pads little.
+        Texts are read ``chunk_size`` at a time; within a chunk, windows are grouped by their
+        padded length (:data:`PAD_MULTIPLE`) so a batch pads little. On CPU a text's output does not
+        depend on the other texts, their order, the batch size or the chunk size, in fp32 and in
+        bf16: every window is padded the same way wherever it goes, and a batch too small for the
+        large-matrix kernels is filled with copies (:data:`MIN_BATCH_TOKENS`). GPUs choose
+        kernels by shape, so there the last bits may depend on the batch.
 
         Args:
             texts: Texts to encode (any iterable; consumed lazily).
@@ -222,17 +293,21 @@ class TokenEncoder:
             for w_idx, w in enumerate(windows):
                 jobs.append((t_idx, w_idx, ids[w.start : w.end]))
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j][2]), reverse=True)
+        groups: dict[int, list[int]] = {}  # padded length -> jobs, longest first
+        for j in order:
+            groups.setdefault(self._padded_length(len(jobs[j][2])), []).append(j)
         states: dict[tuple[int, int], np.ndarray] = {}
         pooled: dict[int, np.ndarray] = {}
-        for b in range(0, len(order), self.batch_size):
-            batch = [jobs[j] for j in order[b : b + self.batch_size]]
-            content, doc = self._forward([ids for _, _, ids in batch])
-            for (t_idx, w_idx, _), st, dv in zip(batch, content, doc):
-                states[(t_idx, w_idx)] = st
-                if w_idx == 0:
-                    pooled[t_idx] = dv
-            if advance is not None:
-                advance(len(batch) * len(texts) / len(jobs))
+        for pad_to, members in groups.items():
+            for b in range(0, len(members), self.batch_size):
+                batch = [jobs[j] for j in members[b : b + self.batch_size]]
+                content, doc = self._forward([ids for _, _, ids in batch], pad_to=pad_to)
+                for (t_idx, w_idx, _), st, dv in zip(batch, content, doc):
+                    states[(t_idx, w_idx)] = st
+                    if w_idx == 0:
+                        pooled[t_idx] = dv
+                if advance is not None:
+                    advance(len(batch) * len(texts) / len(jobs))
         out: list[EncodedText] = []
         for t_idx, text in enumerate(texts):
             windows = plans[t_idx]
@@ -257,13 +332,29 @@ class TokenEncoder:
             )
         return out
 
-    def _forward(self, batch_ids: list[list[int]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Run one padded batch; return content-token states and pooled document vectors."""
+    def _padded_length(self, n_content: int) -> int:
+        """Tokens a window of ``n_content`` content tokens is padded to (specials included)."""
+        prefix, suffix = self._special_tokens()
+        total = len(prefix) + n_content + len(suffix)
+        return min(self.info.max_length, -(-total // PAD_MULTIPLE) * PAD_MULTIPLE)
+
+    def _forward(
+        self, batch_ids: list[list[int]], pad_to: int | None = None
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Run one padded batch; return content-token states and pooled document vectors.
+
+        ``pad_to`` fixes the padded length (default: the longest window); a batch below
+        :data:`MIN_BATCH_TOKENS` rows or two windows is filled with copies of its first window, so
+        it takes the kernels a larger batch takes.
+        """
         import torch
 
         prefix, suffix = self._special_tokens()
         full = [prefix + ids + suffix for ids in batch_ids]
-        max_len = max(len(f) for f in full)
+        max_len = max(pad_to or 0, max(len(f) for f in full))
+        rows = max(2, -(-MIN_BATCH_TOKENS // max_len))
+        if len(full) < rows:
+            full += [full[0]] * (rows - len(full))
         pad = self.tokenizer.pad_token_id or 0
         input_ids = torch.full((len(full), max_len), pad, dtype=torch.long)
         mask = torch.zeros((len(full), max_len), dtype=torch.long)
@@ -291,4 +382,4 @@ class TokenEncoder:
             doc_np = doc.float().cpu().numpy()
         start = len(prefix)
         content = [hidden_np[i, start : start + len(ids)] for i, ids in enumerate(batch_ids)]
-        return content, list(doc_np)
+        return content, list(doc_np[: len(batch_ids)])
