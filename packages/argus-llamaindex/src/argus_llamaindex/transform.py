@@ -58,7 +58,9 @@ class ArgusTransform(TransformComponent):
     ner_model: str | None = Field(default=None, description="spaCy pipeline for mentions.")
     backend: str = Field(default="st", description="Retriever backend: st or transformers.")
     device: str | None = Field(default=None, description="Torch device.")
-    precision: str = Field(default="fp32", description="Diagnosis pass: fp32 or bf16.")
+    precision: str = Field(
+        default="auto", description="Diagnosis pass: auto (bf16 where native), fp32 or bf16."
+    )
     encoder_batch_size: int = Field(default=64, description="Windows per forward pass.")
     batch_size: int = Field(default=64, description="Documents per batch.")
     show_progress: bool = Field(

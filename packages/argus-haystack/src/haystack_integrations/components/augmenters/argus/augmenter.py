@@ -52,7 +52,7 @@ class ArgusAugmenter:
         ner_model: str | None = None,
         backend: str = "st",
         device: str | None = None,
-        precision: str = "fp32",
+        precision: str = "auto",
         encoder_batch_size: int = 64,
         batch_size: int = 64,
         progress_bar: bool = True,
@@ -73,8 +73,8 @@ class ArgusAugmenter:
         :param ner_model: spaCy pipeline for mentions.
         :param backend: Retriever backend, ``"st"`` or ``"transformers"``.
         :param device: Torch device (default: automatic).
-        :param precision: The diagnosis pass, ``"fp32"`` or ``"bf16"`` (faster on CPUs with
-            native bfloat16).
+        :param precision: The diagnosis pass: ``"auto"`` (bf16 where the device has it
+            natively, else fp32), ``"fp32"`` or ``"bf16"``.
         :param encoder_batch_size: Windows per retriever forward pass.
         :param batch_size: Documents per batch.
         :param progress_bar: Show a progress bar over documents.
