@@ -321,10 +321,13 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     assert c["merged"].stats["remedy"] == "merged"
     assert c["merged"].stats["views_of_window_filling_documents"] == 0  # short documents
     assert c["expansion k_aug=1"].stats["overrides"] == {"k_aug": 1}
+    from argus_ir.encoder.base import native_bf16
+
     assert c["expansion k_aug=1"].stats["settings"] == {
         "tau": 0.3,
         "k_aug": 1,
         "context_threshold": None,
+        "precision": "bf16" if native_bf16("cpu") else "fp32",  # "auto" as resolved here
     }
     assert c["expansion tau=0.0"].stats["settings"]["tau"] == 0.0
     texts = embedded[1:]  # the query batch, then the corpus and views

@@ -656,6 +656,7 @@ def evaluate(
                     "tau": argus.diagnoser.tau if tau is None else tau,
                     "k_aug": cond_argus.k_aug,
                     "context_threshold": threshold,
+                    "precision": argus.diagnoser.encoder.precision,  # of the diagnosis pass
                 },
             },
             agg,
