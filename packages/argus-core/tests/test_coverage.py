@@ -15,10 +15,13 @@ from argus_ir.coverage import (
     bootstrap_win_rate,
     build_strata,
     coverage_metrics,
+    entities_of,
     gap_queries,
+    is_name,
     stratified_means,
     stratify_queries,
 )
+from argus_ir.errors import ArgusInputError
 from argus_ir.llm import Generation
 from argus_ir.testing import ScriptedLLM
 
@@ -49,8 +52,9 @@ ENTITIES = [
 ]
 
 
-def test_strata_on_a_hand_made_space():
-    strata = build_strata(DOCS, ENTITIES, embed, n_clusters=3, min_df=1)
+@pytest.mark.parametrize("linkage", ["ward", "average"])
+def test_strata_on_a_hand_made_space(linkage):
+    strata = build_strata(DOCS, ENTITIES, embed, n_clusters=3, min_df=1, linkage=linkage)
     assert len(strata) == 3
     city, drug, planet = (strata.entity_stratum[e] for e in ("paris", "aspirin", "mars"))
     assert len({city, drug, planet}) == 3
@@ -66,6 +70,44 @@ def test_strata_on_a_hand_made_space():
     assert strata.labels[city].split(" / ")[0] in ("paris", "rome")  # most frequent first
     assert strata.notes["documents without entities"] == 1
     assert strata.notes["strata no document has as primary"] == (1 if city < planet else 0)
+
+
+@pytest.mark.parametrize(
+    ("surface", "expected"),
+    [
+        ("saccharomyces cerevisiae", True),
+        ("il-18", True),  # 2 letters of 5 characters
+        ("ifn", True),
+        ("nf-κb", True),  # Greek letters are letters
+        ("united states", True),
+        ("p<0.05", False),
+        ("n=17", False),
+        ("95%", False),
+        ("c.", False),  # one letter
+        ("iii:09/3.33", False),  # 3 letters of 11 characters
+        ("background", False),
+        ("background patients", False),
+        ("abstract hyperhomocysteinemia", False),
+        ("the background", True),  # a heading word only counts first
+    ],
+)
+def test_statistics_and_section_headings_are_not_names(surface, expected):
+    assert is_name(surface) is expected
+
+
+def test_entities_of_drops_non_names_unless_asked():
+    class M:
+        def __init__(self, text):
+            self.text = text
+
+    mentions = [[M("BACKGROUND"), M("Paris"), M("p < 0.05"), M("paris")], [M("n=17")]]
+    assert entities_of(mentions) == [["paris"], []]
+    assert entities_of(mentions, keep=None) == [["background", "paris", "p < 0.05"], ["n=17"]]
+
+
+def test_an_unknown_linkage_is_refused():
+    with pytest.raises(ArgusInputError, match="linkage must be"):
+        build_strata(DOCS, ENTITIES, embed, linkage="single")
 
 
 def test_rare_entities_join_their_nearest_stratum():

@@ -1,10 +1,11 @@
 """Semantic stratification: entity-based strata of a corpus, how well a query set covers them, and
 retrieval scores per stratum ("Coverage, Not Averages", Klearman et al.).
 
-1. **Strata.** Named entities of every document (the NER backends) are embedded with an encoder
-   and clustered (average-linkage agglomerative clustering on cosine distance, cut into
-   ``n_clusters``; the entities in at least ``min_df`` documents, at most ``max_entities`` of the
-   most frequent, define the clusters and every other entity joins its nearest centroid). A
+1. **Strata.** Named entities of every document (the NER backends; statistics such as
+   "p<0.05" and section headings such as "Background" are not names, :func:`is_name`) are
+   embedded with an encoder and clustered (Ward agglomerative clustering of the unit vectors, cut
+   into ``n_clusters``; the entities in at least ``min_df`` documents, at most ``max_entities`` of
+   the most frequent, define the clusters and every other entity joins its nearest centroid). A
    document's strata are its entities' clusters; its primary stratum is the most frequent one.
    Each stratum is labelled by its three most frequent entities.
 2. **Query stratification.** A query's entities map to clusters; its coverage vector is their
@@ -45,6 +46,7 @@ __all__ = [
     "coverage_metrics",
     "entities_of",
     "gap_queries",
+    "is_name",
     "stratified_means",
     "stratify_queries",
 ]
@@ -61,9 +63,65 @@ def _norm(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
-def entities_of(mentions: Sequence[Sequence[Any]]) -> list[list[str]]:
-    """Distinct normalised surface forms (case-folded, single spaces) per text, in order."""
-    return [list(dict.fromkeys(_norm(m.text) for m in ms if _norm(m.text))) for ms in mentions]
+HEADING_WORDS = frozenset(
+    [
+        "abstract",
+        "aim",
+        "aims",
+        "background",
+        "conclusion",
+        "conclusions",
+        "context",
+        "design",
+        "findings",
+        "importance",
+        "introduction",
+        "method",
+        "methods",
+        "objective",
+        "objectives",
+        "purpose",
+        "rationale",
+        "results",
+        "setting",
+    ]
+)
+"""Section headings of structured abstracts; NER often tags them ("BACKGROUND Patients ...")."""
+
+_STATISTIC = re.compile(r"[=<>≤≥±%]")
+
+
+def is_name(surface: str) -> bool:
+    """Whether a normalised surface form can name a topic, rather than a statistic or a heading.
+
+    Kept: two letters or more, letters at least a third of the non-space characters ("il-18",
+    "ifn", "saccharomyces"). Dropped: comparisons and percentages ("p<0.05", "n=17", "95%"),
+    mostly numbers or punctuation ("iii:09/3.33", "c."), and forms that start with a section
+    heading of a structured abstract (:data:`HEADING_WORDS`).
+    """
+    if _STATISTIC.search(surface):
+        return False
+    chars = [c for c in surface if not c.isspace()]
+    letters = sum(c.isalpha() for c in chars)
+    if letters < 2 or 3 * letters < len(chars):
+        return False
+    return surface.split()[0] not in HEADING_WORDS
+
+
+def entities_of(
+    mentions: Sequence[Sequence[Any]], keep: Callable[[str], bool] | None = is_name
+) -> list[list[str]]:
+    """Distinct normalised surface forms (case-folded, single spaces) per text, in order.
+
+    Args:
+        mentions: The mentions of each text (anything with ``.text``).
+        keep: Which forms count as entities (default :func:`is_name`; ``None`` keeps all).
+    """
+    out = []
+    for ms in mentions:
+        forms = (_norm(m.text) for m in ms)
+        out.append(list(dict.fromkeys(f for f in forms if f and (keep is None or keep(f)))))
+    return out
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -108,6 +166,7 @@ def build_strata(
     n_clusters: int = 20,
     min_df: int = 2,
     max_entities: int = 4000,
+    linkage: str = "ward",
 ) -> Strata:
     """Cluster the corpus's entities into strata and place every document.
 
@@ -119,12 +178,18 @@ def build_strata(
         min_df: Documents an entity needs to help define the clusters.
         max_entities: Most frequent entities used to define the clusters (the clustering is
             quadratic in them); the rest join the nearest centroid.
+        linkage: ``"ward"`` (default: on unit vectors, where squared Euclidean distance is
+            2 - 2 cos, it merges the pair that adds least spread, which keeps strata of comparable
+            size) or ``"average"`` (mean cosine distance; tends to one giant stratum and many
+            tiny ones).
 
     Raises:
         ArgusInputError: Lengths differ, or ``n_clusters`` < 1.
     """
-    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.cluster import hierarchy
 
+    if linkage not in ("ward", "average"):
+        raise ArgusInputError(f"linkage must be 'ward' or 'average', got {linkage!r}")
     if len(doc_ids) != len(doc_entities):
         raise ArgusInputError(f"{len(doc_ids)} document ids but {len(doc_entities)} entity lists")
     if n_clusters < 1:
@@ -149,8 +214,13 @@ def build_strata(
     if len(defining) == 1:
         assign = np.zeros(1, dtype=int)
     else:
-        tree = linkage(vectors, method="average", metric="cosine")
-        assign = fcluster(tree, t=min(n_clusters, len(defining)), criterion="maxclust") - 1
+        if linkage == "ward":
+            tree = hierarchy.linkage(vectors, method="ward", metric="euclidean")
+        else:
+            tree = hierarchy.linkage(vectors, method="average", metric="cosine")
+        assign = (
+            hierarchy.fcluster(tree, t=min(n_clusters, len(defining)), criterion="maxclust") - 1
+        )
     k = int(assign.max()) + 1
     centroids = _unit(np.stack([vectors[assign == c].mean(axis=0) for c in range(k)]))
     entity_stratum = {e: int(c) for e, c in zip(defining, assign)}
@@ -493,6 +563,7 @@ def audit_coverage(
     embed_model: str = "minilm",
     n_clusters: int = 20,
     min_df: int = 2,
+    linkage: str = "ward",
     llm: Any = None,
     per_stratum: int = 2,
     cache: Any = None,
@@ -510,6 +581,7 @@ def audit_coverage(
         embed_model: The encoder that embeds entity names for the clustering.
         n_clusters: Strata.
         min_df: Documents an entity needs to define the strata.
+        linkage: Clustering of the entity vectors (:func:`build_strata`).
         llm: A backend for gap queries (``None``: no gap filling).
         per_stratum: Documents sampled per uncovered stratum for gap queries.
         cache: A :class:`~argus_ir.llm.CallCache` for the gap queries.
@@ -535,7 +607,12 @@ def audit_coverage(
     queries = {q: data.queries[q] for q in data.qrels if q in data.queries}
     doc_entities = entities_of(mentioner.extract([t for _, t in docs], show_progress=show_progress))
     strata = build_strata(
-        [d for d, _ in docs], doc_entities, embed, n_clusters=n_clusters, min_df=min_df
+        [d for d, _ in docs],
+        doc_entities,
+        embed,
+        n_clusters=n_clusters,
+        min_df=min_df,
+        linkage=linkage,
     )
     q_entities = dict(zip(queries, entities_of(mentioner.extract(list(queries.values())))))
     vectors, notes = stratify_queries(queries, q_entities, strata, embed)
