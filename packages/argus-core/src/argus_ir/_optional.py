@@ -24,6 +24,7 @@ _EXTRA = {
     "spacy": "spacy",
     "gguf": "llm",
     "vllm": "vllm",
+    "ray": "ray",
 }
 
 

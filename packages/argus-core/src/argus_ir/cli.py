@@ -277,6 +277,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="diagnose and look up only: report flags, projected index growth and LLM calls",
     )
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process, streamed and resumable (default); ray: a Ray Data pipeline "
+        "(extra [ray]) whose actors each hold warm models; --out is then a folder of Parquet "
+        "files, with a failure column instead of the stats file",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="--engine ray: actors in the pool, one CPU each (2)",
+    )
+    p.add_argument(
+        "--ray-address",
+        help="--engine ray: a running cluster to join (default: start a local one)",
+    )
     _common_encoder(p)
 
     p = sub.add_parser(
@@ -343,6 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clusters", type=int, default=20, help="strata (20)")
     p.add_argument(
         "--min-df", type=int, default=2, help="documents an entity needs to define strata"
+    )
+    p.add_argument(
+        "--linkage",
+        choices=("ward", "average"),
+        default="ward",
+        help="clustering of entity vectors: ward (default; strata of comparable size) or "
+        "average (cosine; tends to one giant stratum)",
     )
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples for win rates (1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap and sampling seed")
@@ -716,6 +741,8 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         "context_threshold": args.context_threshold,
         "llm": args.llm if args.remedy == "synthesis" else None,
     }
+    if args.engine == "ray":
+        return _augment_on_ray(args, argus)
     ckpt = None if args.out is None else checkpoint_path(args.out)
     if ckpt is not None and ckpt.is_file() and not args.no_resume and not args.dry_run:
         done = json.loads(ckpt.read_text(encoding="utf-8")).get("documents_done", "?")
@@ -753,6 +780,33 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         print(f"  failed: document {doc_id!r}: {error}", file=sys.stderr)
     if summary.stats_path is not None:
         print(f"stats: {summary.stats_path}")
+    return 0
+
+
+def _augment_on_ray(args: argparse.Namespace, argus: Any) -> int:
+    """``argus augment --engine ray``: the same views through Ray Data, Parquet out."""
+    from argus_ir.ray_data import augment_files
+
+    if args.dry_run:
+        raise ArgusError("--dry-run runs with --engine local only")
+    if args.workers < 1:
+        raise ArgusError(f"--workers must be at least 1, got {args.workers}")
+    summary = augment_files(
+        _corpus_arg(args.corpus),
+        args.out,
+        argus,
+        workers=args.workers,
+        address=args.ray_address,
+        show_progress=not args.quiet,
+    )
+    print(
+        f"{summary.documents} documents; added {summary.views} {args.remedy} views on "
+        f"{args.workers} Ray workers -> {args.out}/ (Parquet)"
+    )
+    for doc_id, error in summary.failures[:5]:
+        print(f"  failed: document {doc_id!r}: {error}", file=sys.stderr)
+    if len(summary.failures) > 5:
+        print(f"  ... {len(summary.failures) - 5} more failures", file=sys.stderr)
     return 0
 
 
@@ -939,6 +993,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         embed_model=args.embed_model,
         n_clusters=args.clusters,
         min_df=args.min_df,
+        linkage=args.linkage,
         llm=llm,
         per_stratum=args.gap_queries,
         cache=cache,
