@@ -1,8 +1,10 @@
 """The ColDeR bias report of docs/reports/bias: MiniLM, mpnet and BM25 on the shared Re-DocRED dev file.
 
 Runs ``argus bias`` with the foil test repeated after ARGUS's descriptor and expansion remedies and
-writes the report (README.md, bias.png, results.json) into ``docs/reports/bias``. About 20 minutes
-on 2 CPU cores, most of it mpnet.
+writes the report (README.md, bias.png, results.json) into ``docs/reports/bias``. Measured on 2 CPU
+cores: BM25, MiniLM and mpnet over the six settings take about 35 minutes, mpnet's descriptor
+foil rerun about 10 more, and its expansion rerun over 40 (every expansion view of 250 foil
+documents is embedded with mpnet): give it two hours, or run without mpnet's reruns first.
 
 ``nox -s bench -- bias`` or ``python benchmarks/bias_bench.py --shared-data ../shared/data``.
 """
