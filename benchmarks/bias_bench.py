@@ -2,9 +2,10 @@
 
 Runs ``argus bias`` with the foil test repeated after ARGUS's descriptor and expansion remedies and
 writes the report (README.md, bias.png, results.json) into ``docs/reports/bias``. Measured on 2 CPU
-cores: BM25, MiniLM and mpnet over the six settings take about 35 minutes, mpnet's descriptor
-foil rerun about 10 more, and its expansion rerun over 40 (every expansion view of 250 foil
-documents is embedded with mpnet): give it two hours, or run without mpnet's reruns first.
+cores (partly shared with other jobs): BM25, MiniLM and mpnet over the six settings, with
+MiniLM's foil reruns, took about 32 minutes; mpnet's descriptor rerun about 10 more; its expansion
+rerun (every expansion view of 250 foil documents embedded with mpnet) had not finished after 25
+more. Give it two hours, or run ``--models minilm`` first.
 
 ``nox -s bench -- bias`` or ``python benchmarks/bias_bench.py --shared-data ../shared/data``.
 """
