@@ -36,13 +36,15 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent
 
 
-def make_corpus(source: Path, size: int, folder: Path) -> tuple[Path, Path]:
-    """``size`` documents from ``source`` by repetition with new ids, as JSONL and as Parquet."""
+def make_corpus(
+    source: Path, size: int, folder: Path, parquet_too: bool = False
+) -> tuple[Path, Path]:
+    """``size`` documents from ``source`` by repetition with new ids, as JSONL (and as Parquet)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     jsonl, parquet = folder / f"corpus-{size}.jsonl", folder / f"corpus-{size}.parquet"
-    if jsonl.is_file() and parquet.is_file():
+    if jsonl.is_file() and (parquet.is_file() or not parquet_too):
         return jsonl, parquet
     with open(source, encoding="utf-8") as fh:
         base = [json.loads(line) for line in fh if line.strip()]
@@ -59,8 +61,9 @@ def make_corpus(source: Path, size: int, folder: Path) -> tuple[Path, Path]:
     with open(jsonl, "w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    table = pa.table({k: [r[k] for r in rows] for k in ("_id", "title", "text")})
-    pq.write_table(table, parquet, row_group_size=2_000)
+    if parquet_too:
+        table = pa.table({k: [r[k] for r in rows] for k in ("_id", "title", "text")})
+        pq.write_table(table, parquet, row_group_size=2_000)
     return jsonl, parquet
 
 
@@ -174,7 +177,7 @@ def main() -> None:
         result["small"] = local(small)
         save()
     if "ray" in stages:
-        _, parquet = make_corpus(source, small, args.work)
+        _, parquet = make_corpus(source, small, args.work, parquet_too=True)
         ray_out = args.work / f"ray-{small}"
         if ray_out.exists():
             shutil.rmtree(ray_out)
