@@ -5,7 +5,8 @@ writes the report (README.md, bias.png, results.json) into ``docs/reports/bias``
 cores (partly shared with other jobs): BM25, MiniLM and mpnet over the six settings, with
 MiniLM's foil reruns, took about 32 minutes; mpnet's descriptor rerun about 10 more; its expansion
 rerun (every expansion view of 250 foil documents embedded with mpnet) had not finished after 25
-more. Give it two hours, or run ``--models minilm`` first.
+more. Give it two hours, or run ``--models minilm`` first. The report is saved after every step
+and the run resumes (``argus bias --resume``): a stopped run, started again, does only the rest.
 
 ``nox -s bench -- bias`` or ``python benchmarks/bias_bench.py --shared-data ../shared/data``.
 """
@@ -31,7 +32,7 @@ def main() -> None:
     cmd += [str(args.shared_data / "redocred" / "dev_revised.json"), "--out", str(args.out)]
     for model in args.models.split(","):
         cmd += ["--model", model]
-    cmd += ["--augment", args.augment]
+    cmd += ["--augment", args.augment, "--resume"]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -229,3 +230,40 @@ def test_the_audit_with_minilm_writes_its_report(tiny, tmp_path, capsys):
     assert "| foil |" in (out / "README.md").read_text()
     report = audit_biases(tiny, [], n=5)
     assert report.pairs == dict.fromkeys(SETTINGS, 1)
+
+
+def test_an_earlier_report_of_the_same_pairs_supplies_its_steps(tiny):
+    first = audit_biases(tiny, [], n=5)
+    assert first.pending == [] and len(first.pairs_sha256) == 64
+    marked = [replace(s, t=123.0) if s.setting == "foil" else s for s in first.stats]
+    again = audit_biases(tiny, [], n=5, previous=replace(first, stats=marked))
+    assert {s.setting: s.t for s in again.stats}["foil"] == 123.0  # taken, not scored again
+    with pytest.raises(ArgusInputError, match="other pairs"):
+        audit_biases(tiny, [], n=5, previous=replace(first, pairs_sha256="0" * 64))
+    with pytest.raises(ArgusInputError, match="no pairs fingerprint"):
+        audit_biases(tiny, [], n=5, previous=replace(first, pairs_sha256=""))
+
+
+def test_a_stopped_audit_resumes_from_its_saved_steps(tiny, tmp_path, capsys):
+    from argus_ir.bias import load_bias_report, write_bias_report
+    from argus_ir.cli import main
+
+    out = tmp_path / "bias"
+
+    def stop_after_bm25(partial):
+        write_bias_report(partial, out)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        audit_biases(tiny, ["minilm"], n=5, on_step=stop_after_bm25)
+    saved = load_bias_report(out)
+    assert {s.retriever for s in saved.stats} == {"bm25"}
+    assert saved.pending == ["minilm: " + ", ".join(SETTINGS)]
+    assert "Not measured yet" in (out / "README.md").read_text()
+    marked = [replace(s, t=99.0) if s.setting == "foil" else s for s in saved.stats]
+    write_bias_report(replace(saved, stats=marked), out)
+    assert main(["-q", "bias", str(tiny), "--out", str(out), "--n", "5", "--resume"]) == 0
+    done = load_bias_report(out)
+    assert done.pending == [] and {s.retriever for s in done.stats} == {"bm25", "minilm"}
+    assert next(s for s in done.stats if s.setting == "foil").t == 99.0  # bm25 was not rerun
+    assert "Not measured yet" not in (out / "README.md").read_text()

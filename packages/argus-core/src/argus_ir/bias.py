@@ -34,6 +34,7 @@ dense retriever it tests).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -62,9 +63,11 @@ __all__ = [
     "build_pairs",
     "dense_scorer",
     "find_samples",
+    "load_bias_report",
     "load_redocred",
     "load_templates",
     "paired_stat",
+    "pairs_fingerprint",
     "score_settings",
     "write_bias_report",
 ]
@@ -623,18 +626,27 @@ def score_settings(
 
 @dataclass
 class BiasReport:
-    """Every retriever's statistics, the pair counts and the notes of one audit."""
+    """Every retriever's statistics, the pair counts and the notes of one audit.
+
+    ``pairs_sha256`` fingerprints the built pairs (queries and both documents of every pair): two
+    audits with the same fingerprint scored the same pairs, so one can take the other's statistics.
+    ``pending`` names the steps not yet run (``retriever: settings``) while an audit is under way.
+    """
 
     data: str
     stats: list[BiasStat]
     pairs: dict[str, int]
     notes: dict[str, int] = field(default_factory=dict)
     seed: int = 0
+    pairs_sha256: str = ""
+    pending: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "data": self.data,
             "seed": self.seed,
+            "pairs_sha256": self.pairs_sha256,
+            "pending": self.pending,
             "pairs": self.pairs,
             "notes": self.notes,
             "stats": [
@@ -645,6 +657,53 @@ class BiasReport:
                 for s in self.stats
             ],
         }
+
+
+_FLOATS = ("t", "p", "mean_diff", "d_z", "d1_wins")
+
+
+def load_bias_report(path: str | Path) -> BiasReport:
+    """Read a ``results.json`` written by :func:`write_bias_report` (or the folder holding it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        stats = [
+            BiasStat(
+                setting=str(s["setting"]),
+                retriever=str(s["retriever"]),
+                n=int(s["n"]),
+                **{k: math.nan if s[k] is None else float(s[k]) for k in _FLOATS},
+            )
+            for s in raw["stats"]
+        ]
+        return BiasReport(
+            data=str(raw["data"]),
+            stats=stats,
+            pairs={str(k): int(v) for k, v in raw["pairs"].items()},
+            notes={str(k): int(v) for k, v in raw.get("notes", {}).items()},
+            seed=int(raw.get("seed", 0)),
+            pairs_sha256=str(raw.get("pairs_sha256", "")),
+            pending=[str(x) for x in raw.get("pending", [])],
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ArgusInputError(f"{path}: not a bias audit's results.json ({exc})") from exc
+
+
+def pairs_fingerprint(pairs: Mapping[str, Sequence[Pair]]) -> str:
+    """SHA-256 over every pair's setting, query and documents, in order."""
+    digest = hashlib.sha256()
+    for setting, ps in pairs.items():
+        for p in ps:
+            for part in (setting, p.query, p.d1, p.d2):
+                digest.update(part.encode("utf-8"))
+                digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _step_name(retriever: str, settings: Sequence[str]) -> str:
+    return f"{retriever}: {', '.join(settings)}"
 
 
 def _signed(x: float) -> str:
@@ -662,8 +721,15 @@ def audit_biases(
     augment: Sequence[str] = (),
     templates: str | Path | None = None,
     show_progress: bool = False,
+    previous: BiasReport | None = None,
+    on_step: Callable[[BiasReport], object] | None = None,
 ) -> BiasReport:
     """Build the pairs from a Re-DocRED file and score every setting under each retriever.
+
+    The work runs in steps: BM25, then each retriever's six settings, then each retriever's foil
+    reruns after each remedy (the slow part: every view is embedded). ``on_step`` sees the report
+    after every step, so a caller can save it as it grows; ``previous`` (an earlier, possibly
+    partial, report of the same pairs) supplies the steps it already holds.
 
     Args:
         path: A Re-DocRED-format JSON file.
@@ -676,6 +742,12 @@ def audit_biases(
             again, each document scored by its best entry (original or view).
         templates: A JSON file of relation id -> template (default: Table A.5).
         show_progress: Progress bars while embedding.
+        previous: Statistics to reuse; its pairs must be these pairs (same fingerprint).
+        on_step: Called with the report so far after each step.
+
+    Raises:
+        ArgusInputError: ``previous`` was made from other pairs (data, seed, n, per_doc or
+            templates differ).
     """
     from argus_ir.encoder import load_encoder
 
@@ -684,21 +756,76 @@ def audit_biases(
         docs, n=n, seed=seed, templates=load_templates(templates), per_doc=per_doc
     )
     notes.update(more)
-    stats: list[BiasStat] = []
-    if bm25:
-        stats += score_settings(pairs, bm25_scorer(pair_corpus(pairs)), "bm25")
-    for name in retrievers:
-        scorer = dense_scorer(load_encoder(name), show_progress)
-        stats += score_settings(pairs, scorer, name)
-        for remedy in augment:
-            from argus_ir.pipeline import Argus
+    report = BiasReport(
+        str(path),
+        [],
+        {k: len(v) for k, v in pairs.items()},
+        dict(notes),
+        seed,
+        pairs_fingerprint(pairs),
+    )
+    if previous is not None and not previous.pairs_sha256:
+        raise ArgusInputError(
+            f"the earlier report ({previous.data}) has no pairs fingerprint (an older argus wrote "
+            "it), so its steps cannot be checked; write to a new folder or leave it out"
+        )
+    if previous is not None and previous.pairs_sha256 != report.pairs_sha256:
+        raise ArgusInputError(
+            f"the earlier report ({previous.data}, seed {previous.seed}) was built from other "
+            "pairs than this audit's (data, seed, --n, --per-doc or templates differ); "
+            "write to a new folder or leave out the earlier report"
+        )
+    done = {(s.retriever, s.setting): s for s in (previous.stats if previous else [])}
 
-            boosted, counts = augmented_scorer(Argus(retriever=name, remedy=remedy), scorer)
-            for stat in score_settings({"foil": pairs.get("foil", [])}, boosted, name):
-                stats.append(replace(stat, setting=f"foil+{remedy}"))
-            for what, count in counts.items():
-                notes[f"foil+{remedy} under {name}: {what}"] = count
-    return BiasReport(str(path), stats, {k: len(v) for k, v in pairs.items()}, dict(notes), seed)
+    def step(retriever: str, settings: Sequence[str], run: Callable[[], list[BiasStat]]) -> None:
+        report.pending.remove(_step_name(retriever, settings))
+        if all((retriever, s) in done for s in settings):
+            report.stats += [done[retriever, s] for s in settings]
+            if previous is not None:
+                for key, count in previous.notes.items():
+                    if any(key.startswith(f"{s} under {retriever}: ") for s in settings):
+                        report.notes[key] = count
+        else:
+            report.stats += run()
+        if on_step is not None:
+            on_step(report)
+
+    encoders: dict[str, Scorer] = {}
+
+    def scorer(name: str) -> Scorer:
+        if name not in encoders:
+            encoders[name] = dense_scorer(load_encoder(name), show_progress)
+        return encoders[name]
+
+    main = [s for s in SETTINGS if pairs.get(s)]
+    reruns = [f"foil+{remedy}" for remedy in augment] if pairs.get("foil") else []
+    report.pending = [_step_name("bm25", main)] if bm25 else []
+    report.pending += [_step_name(name, main) for name in retrievers]
+    report.pending += [_step_name(name, [r]) for name in retrievers for r in reruns]
+    if bm25:
+        step("bm25", main, lambda: score_settings(pairs, bm25_scorer(pair_corpus(pairs)), "bm25"))
+    for name in retrievers:
+
+        def settings(name: str = name) -> list[BiasStat]:
+            return score_settings(pairs, scorer(name), name)
+
+        step(name, main, settings)
+    for name in retrievers:
+        for remedy in augment:
+
+            def rerun(name: str = name, remedy: str = remedy) -> list[BiasStat]:
+                from argus_ir.pipeline import Argus
+
+                argus = Argus(retriever=name, remedy=remedy)
+                boosted, counts = augmented_scorer(argus, scorer(name))
+                stats = score_settings({"foil": pairs.get("foil", [])}, boosted, name)
+                for what, count in counts.items():
+                    report.notes[f"foil+{remedy} under {name}: {what}"] = count
+                return [replace(stat, setting=f"foil+{remedy}") for stat in stats]
+
+            if pairs.get("foil"):
+                step(name, [f"foil+{remedy}"], rerun)
+    return report
 
 
 def write_bias_report(report: BiasReport, out: str | Path) -> Path:
@@ -736,6 +863,9 @@ def bias_markdown(report: BiasReport, chart: str | None = None) -> str:
                 f"| {setting} | {D1_MEANS[setting.split('+')[0]]} | {s.retriever} | {s.n} | "
                 f"{_signed(s.t)} | {s.p:.2g} | {_signed(s.d_z)} | {s.d1_wins:.1%} |"
             )
+    if report.pending:
+        lines += ["", "Not measured yet (the audit was stopped or is still running):", ""]
+        lines += [f"- {step}" for step in report.pending]
     if chart:
         lines += ["", f"![t statistic per setting and retriever]({chart})"]
     if report.notes:

@@ -412,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
         "descriptor,expansion)",
     )
     p.add_argument("--templates", type=Path, help="JSON relation id -> template with {head}")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="take the steps already in OUT/results.json (the report is saved after every "
+        "step) and run only the rest",
+    )
 
     p = sub.add_parser("report", help="write the Markdown + PNG report of an audit")
     p.add_argument("--audit", type=Path, required=True)
@@ -1009,8 +1015,11 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def _cmd_bias(args: argparse.Namespace) -> int:
-    from argus_ir.bias import audit_biases, bias_markdown, write_bias_report
+    from argus_ir.bias import audit_biases, bias_markdown, load_bias_report, write_bias_report
 
+    previous = None
+    if args.resume and (args.out / "results.json").exists():
+        previous = load_bias_report(args.out)
     report = audit_biases(
         args.data,
         args.model or ["minilm"],
@@ -1021,6 +1030,8 @@ def _cmd_bias(args: argparse.Namespace) -> int:
         augment=[r.strip() for r in args.augment.split(",") if r.strip()],
         templates=args.templates,
         show_progress=not args.quiet,
+        previous=previous,
+        on_step=lambda partial: write_bias_report(partial, args.out),
     )
     folder = write_bias_report(report, args.out)
     print(bias_markdown(report), end="")
