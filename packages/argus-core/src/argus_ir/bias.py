@@ -798,10 +798,10 @@ def audit_biases(
         return encoders[name]
 
     main = [s for s in SETTINGS if pairs.get(s)]
-    reruns = [f"foil+{remedy}" for remedy in augment] if pairs.get("foil") else []
+    remedies = list(augment) if pairs.get("foil") else []  # the reruns need foil pairs
     report.pending = [_step_name("bm25", main)] if bm25 else []
     report.pending += [_step_name(name, main) for name in retrievers]
-    report.pending += [_step_name(name, [r]) for name in retrievers for r in reruns]
+    report.pending += [_step_name(n, [f"foil+{r}"]) for n in retrievers for r in remedies]
     if bm25:
         step("bm25", main, lambda: score_settings(pairs, bm25_scorer(pair_corpus(pairs)), "bm25"))
     for name in retrievers:
@@ -811,20 +811,19 @@ def audit_biases(
 
         step(name, main, settings)
     for name in retrievers:
-        for remedy in augment:
+        for remedy in remedies:
 
             def rerun(name: str = name, remedy: str = remedy) -> list[BiasStat]:
                 from argus_ir.pipeline import Argus
 
                 argus = Argus(retriever=name, remedy=remedy)
                 boosted, counts = augmented_scorer(argus, scorer(name))
-                stats = score_settings({"foil": pairs.get("foil", [])}, boosted, name)
+                stats = score_settings({"foil": pairs["foil"]}, boosted, name)
                 for what, count in counts.items():
                     report.notes[f"foil+{remedy} under {name}: {what}"] = count
                 return [replace(stat, setting=f"foil+{remedy}") for stat in stats]
 
-            if pairs.get("foil"):
-                step(name, [f"foil+{remedy}"], rerun)
+            step(name, [f"foil+{remedy}"], rerun)
     return report
 
 

@@ -1033,7 +1033,7 @@ def _cmd_bias(args: argparse.Namespace) -> int:
         previous=previous,
         on_step=lambda partial: write_bias_report(partial, args.out),
     )
-    folder = write_bias_report(report, args.out)
+    folder = args.out  # on_step saved the report after its last step
     print(bias_markdown(report), end="")
     print(f"-> {folder}/README.md, results.json, bias.png")
     return 0
