@@ -228,8 +228,7 @@ def encode_entities(
     keys = [span_key(info.retriever_id, e.text, e.start, e.end) for e in data.entities]
     cache = None
     if cache_dir is not None:
-        safe = info.retriever_id.replace("/", "__")
-        cache = VectorCache(Path(cache_dir) / safe, dim=info.dim)
+        cache = VectorCache.for_model(cache_dir, info.retriever_id, info.dim)
     out = np.zeros((len(keys), info.dim), dtype=np.float32)
     todo: dict[str, list[int]] = {}
     for i, (key, ent) in enumerate(zip(keys, data.entities)):

@@ -1,6 +1,6 @@
-"""On-disk cache of pooled entity vectors, keyed by encoder id, text and mention span.
+"""On-disk cache of vectors: pooled entity mentions (the audit) and whole documents (coverage).
 
-Vectors are written in shards of ``.npz`` files as encoding proceeds, so an interrupted audit resumes
+Vectors are written in shards of ``.npz`` files as encoding proceeds, so an interrupted run resumes
 where it stopped: the next run encodes only what no shard holds yet. Loading uses
 ``allow_pickle=False``.
 """
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from argus_ir._io import atomic_path
 
-__all__ = ["VectorCache", "span_key"]
+__all__ = ["VectorCache", "cached_vectors", "span_key", "text_key"]
 
 
 def span_key(retriever_id: str, text: str, start: int, end: int) -> str:
@@ -25,6 +26,16 @@ def span_key(retriever_id: str, text: str, start: int, end: int) -> str:
     h.update(b"\x00")
     h.update(text.encode("utf-8"))
     h.update(f"\x00{start}:{end}".encode())
+    return h.hexdigest()
+
+
+def text_key(model_key: str, text: str) -> str:
+    """Cache key of one whole-text vector (hex digest); ``model_key`` names the model and its
+    settings (a span key can never equal it: the separators differ)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(model_key.encode())
+    h.update(b"\x00text\x00")
+    h.update(text.encode("utf-8"))
     return h.hexdigest()
 
 
@@ -58,6 +69,11 @@ class VectorCache:
                 if m:
                     self._next = max(self._next, int(m.group(1)) + 1)
 
+    @classmethod
+    def for_model(cls, root: str | Path, model_id: str, dim: int) -> VectorCache:
+        """The cache of one model: a folder under ``root`` named after ``model_id``."""
+        return cls(Path(root) / model_id.replace("/", "__"), dim=dim)
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -79,3 +95,60 @@ class VectorCache:
             np.savez(fh, keys=keys, vectors=vecs)
         self._next += 1
         self._data.update(zip(keys.tolist(), vecs))
+
+
+def cached_vectors(
+    texts: Sequence[str],
+    keys: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray],
+    cache: VectorCache | None,
+    *,
+    chunk: int = 256,
+    show_progress: bool = False,
+    desc: str = "embedding",
+) -> np.ndarray:
+    """One row per text: from ``cache`` where it holds the key, else from ``embed``.
+
+    The missing texts are embedded once per key, longest first (so each chunk pads little), in
+    chunks of ``chunk``; every chunk is saved as a shard before the next starts, so an interrupted
+    run loses at most one chunk.
+
+    Args:
+        texts: The texts.
+        keys: One cache key per text (:func:`text_key`).
+        embed: Texts -> vectors, one row each.
+        cache: Where vectors are looked up and saved (``None``: embed everything).
+        chunk: Texts per call of ``embed`` (and per shard).
+        show_progress: A progress bar over the texts.
+        desc: The progress bar's label.
+
+    Raises:
+        ValueError: ``texts`` and ``keys`` differ in length.
+    """
+    from tqdm.auto import tqdm
+
+    if len(texts) != len(keys):
+        raise ValueError(f"{len(texts)} texts but {len(keys)} keys")
+    rows: list[np.ndarray | None] = [cache.get(k) if cache is not None else None for k in keys]
+    missing: dict[str, list[int]] = {}  # a text that occurs twice is embedded once
+    for i, row in enumerate(rows):
+        if row is None:
+            missing.setdefault(keys[i], []).append(i)
+    order = sorted(missing, key=lambda k: -len(texts[missing[k][0]]))
+    done = len(texts) - sum(map(len, missing.values()))
+    with tqdm(
+        total=len(texts), initial=done, desc=desc, unit="text",
+        disable=not show_progress or not texts,
+    ) as bar:  # fmt: skip
+        for start in range(0, len(order), chunk):
+            part = order[start : start + chunk]
+            vectors = np.asarray(embed([texts[missing[k][0]] for k in part]), dtype=np.float32)
+            for k, v in zip(part, vectors):
+                for i in missing[k]:
+                    rows[i] = v
+            if cache is not None:
+                cache.add(dict(zip(part, vectors)))
+            bar.update(sum(len(missing[k]) for k in part))
+    if not rows:
+        return np.asarray(embed([]), dtype=np.float32)
+    return np.stack([np.asarray(r, dtype=np.float32) for r in rows])
