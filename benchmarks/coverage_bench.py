@@ -25,15 +25,21 @@ def main() -> None:
     parser.add_argument("--dataset", default="scifact")
     parser.add_argument("--retrievers", default="minilm,mpnet,bm25")
     parser.add_argument("--llm", default=None, help="an --llm spec for gap queries (none: skip)")
-    parser.add_argument("--cache", type=Path, default=Path("runs") / "coverage-cache")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("runs") / "coverage-cache",
+        help="document vectors and LLM replies (a rerun or a resumed run reuses them)",
+    )
     parser.add_argument("--out", type=Path, default=HERE.parent / "docs" / "reports" / "coverage")
     args = parser.parse_args()
     cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "coverage"]
     cmd += [str(args.shared_data / "beir" / args.dataset), "--out", str(args.out)]
     for name in args.retrievers.split(","):
         cmd += ["--retriever", name]
+    cmd += ["--vector-cache", str(args.cache / "vectors")]
     if args.llm:
-        cmd += ["--gap-queries", "2", "--llm", args.llm, "--cache", str(args.cache)]
+        cmd += ["--gap-queries", "2", "--llm", args.llm, "--cache", str(args.cache / "llm")]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 

@@ -211,26 +211,32 @@ def test_gap_queries_keep_good_replies_and_count_the_rest():
     assert out == [] and notes["replies copying the document"] == 1
 
 
-def test_the_coverage_command_on_a_tiny_dataset(tmp_path, capsys):
-    from argus_ir.cli import main
+TINY_DOCS = {
+    "d1": "Marie Curie worked in Paris on radium.",
+    "d2": "Pierre Curie taught physics in Paris.",
+    "d3": "Aspirin was sold by Bayer in Germany.",
+    "d4": "Bayer built a factory in Leverkusen, Germany.",
+    "d5": "The weather was mild that year.",
+}
 
-    root = tmp_path / "ds"
+
+def _tiny_dataset(root):
     (root / "qrels").mkdir(parents=True)
-    docs = {
-        "d1": "Marie Curie worked in Paris on radium.",
-        "d2": "Pierre Curie taught physics in Paris.",
-        "d3": "Aspirin was sold by Bayer in Germany.",
-        "d4": "Bayer built a factory in Leverkusen, Germany.",
-        "d5": "The weather was mild that year.",
-    }
     queries = {"q1": "What did Marie Curie study?", "q2": "Who sold aspirin first?"}
     (root / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in docs.items()), "utf-8"
+        "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in TINY_DOCS.items()), "utf-8"
     )
     (root / "queries.jsonl").write_text(
         "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in queries.items()), "utf-8"
     )
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n")
+    return root
+
+
+def test_the_coverage_command_on_a_tiny_dataset(tmp_path, capsys):
+    from argus_ir.cli import main
+
+    root = _tiny_dataset(tmp_path / "ds")
     out = tmp_path / "cov"
     args = ["-q", "coverage", str(root), "--out", str(out), "--clusters", "2", "--min-df", "1"]
     assert main([*args, "--bootstrap", "50"]) == 0
@@ -240,3 +246,58 @@ def test_the_coverage_command_on_a_tiny_dataset(tmp_path, capsys):
     assert "bm25 vs minilm" in saved["win_rates"] or "minilm vs bm25" in saved["win_rates"]
     assert (out / "strata.png").exists() and (out / "coverage.png").exists()
     assert "Minimum Semantic Coverage" in capsys.readouterr().out
+
+
+def test_a_rerun_with_a_vector_cache_does_not_embed_the_corpus_again(tmp_path, monkeypatch):
+    import argus_ir.evaluate
+    from argus_ir.cli import main
+
+    embedded: list[str] = []
+    real = argus_ir.evaluate.embed_texts
+
+    def counting(encoder, texts, show_progress):
+        embedded.extend(texts)
+        return real(encoder, texts, show_progress)
+
+    monkeypatch.setattr(argus_ir.evaluate, "embed_texts", counting)
+    root = _tiny_dataset(tmp_path / "ds")
+    cache = tmp_path / "vectors"
+    args = ["-q", "coverage", str(root), "--clusters", "2", "--min-df", "1", "--bootstrap", "50"]
+    args += ["--vector-cache", str(cache)]
+    assert main([*args, "--out", str(tmp_path / "first")]) == 0
+    assert set(TINY_DOCS.values()) <= set(embedded)
+    assert len(list(cache.glob("*/shard-*.npz"))) == 1  # one model, one chunk
+    embedded.clear()
+    assert main([*args, "--out", str(tmp_path / "again"), "--clusters", "3"]) == 0
+    assert embedded and not set(TINY_DOCS.values()) & set(embedded)  # names, queries only
+    first = json.loads((tmp_path / "first" / "results.json").read_text())
+    again = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert again["averages"]["minilm"]["micro"] == first["averages"]["minilm"]["micro"]
+
+
+def test_llm_entities_define_the_strata_and_are_counted(tmp_path, monkeypatch):
+    import argus_ir.llm
+    from argus_ir.cli import main
+    from argus_ir.testing import ScriptedLLM
+
+    # corpus order, then the queries; "Bayer AG" is not in d3 and is counted, d5 has no names
+    replies = ["Marie Curie\nParis", "Pierre Curie, Paris", "Aspirin\nBayer AG", "Bayer\nGermany"]
+    replies += ["", "Marie Curie", "aspirin"]
+    llm = ScriptedLLM(replies)
+    monkeypatch.setattr(argus_ir.llm, "load_llm", lambda spec: llm)
+    out = tmp_path / "cov"
+    args = ["-q", "coverage", str(_tiny_dataset(tmp_path / "ds")), "--out", str(out)]
+    args += ["--entities", "llm", "--llm", "openai:http://127.0.0.1:9/v1", "--bootstrap", "20"]
+    assert main([*args, "--clusters", "2", "--min-df", "1", "--retriever", "bm25"]) == 0
+    assert len(llm.prompts) == 7 and "Marie Curie worked in Paris" in llm.prompts[0]
+    saved = json.loads((out / "results.json").read_text())
+    notes = saved["notes"]
+    assert notes["entity extraction: listed names not in the text"] == 1
+    assert notes["entity extraction: LLM calls"] == 7
+    assert notes["documents without entities"] == 1  # d5
+    assert (
+        notes["distinct entities"] == 6
+    )  # marie curie, paris, pierre curie, aspirin, bayer, germany
+    labels = " / ".join(s["label"] for s in saved["strata"])
+    assert "paris" in labels and "bayer" in labels
+    assert (out / "llm-cache" / "calls.jsonl").exists()

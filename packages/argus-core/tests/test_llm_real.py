@@ -12,6 +12,7 @@ gives the same output.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import socket
 import subprocess
@@ -185,3 +186,40 @@ def test_sira_command_against_a_real_llama_cpp_server(llama_server, tmp_path, ca
     for cached in (0, 1):  # the second search is answered from the cache
         assert main(["-q", "sira", "search", str(idx), "statins", "and", "heart", *llm]) == 0
         assert f"query: 1 LLM calls ({cached} cached" in capsys.readouterr().err
+
+
+ENTITY_TEXTS = [
+    "Marie Curie discovered radium and polonium in Paris with Pierre Curie.",
+    "Aspirin, sold by Bayer since 1899, lowers the risk of a heart attack.",
+]
+
+
+def _check_llm_entities(llm, cache_folder):
+    from argus_ir.llm import CallCache
+    from argus_ir.mentions import LLMMentions
+
+    first = LLMMentions(llm, cache=CallCache(cache_folder), max_tokens=64)
+    found = first.extract(ENTITY_TEXTS)
+    assert first.notes["LLM calls"] == 2 and not first.notes["failed calls"]
+    for text, mentions in zip(ENTITY_TEXTS, found):  # grounded, whatever the model listed
+        assert all(text[m.start : m.end] == m.text and m.label == "LLM" for m in mentions)
+        assert all(a.end <= b.start for a, b in itertools.pairwise(mentions))
+    again = LLMMentions(llm, cache=CallCache(cache_folder), max_tokens=64)
+    assert again.extract(ENTITY_TEXTS) == found and again.notes["cached"] == 2
+    return found
+
+
+@pytest.mark.slow
+def test_llm_entities_through_transformers_with_smollm2(tmp_path):
+    pytest.importorskip("gguf")
+    _smollm2()
+    from argus_ir.llm import TransformersLLM
+
+    _check_llm_entities(TransformersLLM(device="cpu"), tmp_path)
+
+
+@pytest.mark.integration
+def test_llm_entities_against_a_real_llama_cpp_server(llama_server, tmp_path):
+    from argus_ir.llm import OpenAICompatibleLLM
+
+    _check_llm_entities(OpenAICompatibleLLM(llama_server, "smollm2"), tmp_path)

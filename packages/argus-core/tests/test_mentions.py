@@ -169,3 +169,82 @@ def test_transformers_backend_label_filter(tiny_token_classifier):
     kept = only_per.extract([TEXT])[0]
     assert all(m.label == "PER" for m in kept)
     assert kept == [m for m in everything.extract([TEXT])[0] if m.label == "PER"]
+
+
+# -- LLMMentions: the reply parsing and grounding (scripted replies; SmolLM2 in test_llm_real) --
+
+LLM_TEXT = "Marie Curie worked in Paris. Curie and Pierre Curie met in PARIS in 1894."
+
+
+def _llm_mentions(*replies, **kw):
+    from argus_ir.mentions import LLMMentions
+    from argus_ir.testing import ScriptedLLM
+
+    llm = ScriptedLLM(replies)
+    return LLMMentions(llm, **kw), llm
+
+
+def test_llm_names_become_every_occurrence_in_the_text():
+    mentions, llm = _llm_mentions("- Marie Curie\n- Paris\n- Pierre Curie\n- Curie")
+    [found] = mentions.extract([LLM_TEXT])
+    assert [(m.text, m.label) for m in found] == [
+        ("Marie Curie", "LLM"),
+        ("Paris", "LLM"),
+        ("Curie", "LLM"),  # the lone "Curie", not the ones inside longer names
+        ("Pierre Curie", "LLM"),
+        ("PARIS", "LLM"),  # case-insensitive
+    ]
+    assert all(LLM_TEXT[m.start : m.end] == m.text for m in found)
+    assert "Marie Curie worked in Paris." in llm.prompts[0]
+    assert mentions.notes["mentions"] == 5 and mentions.notes["LLM calls"] == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("1. Marie Curie (person)\n2) Paris", ["Marie Curie", "Paris"]),
+        ("Person: Marie Curie\nPlace: Paris", ["Marie Curie", "Paris"]),
+        ("Marie Curie, Paris, radium", ["Marie Curie", "Paris"]),
+        ('* "Paris"\n* `Marie Curie`', ["Marie Curie", "Paris"]),
+    ],
+)
+def test_llm_reply_formats(reply, expected):
+    mentions, _ = _llm_mentions(reply)
+    [found] = mentions.extract([LLM_TEXT])
+    assert sorted({m.text for m in found if m.text != "PARIS"}) == expected
+
+
+def test_names_not_in_the_text_and_not_words_are_dropped_and_counted():
+    mentions, _ = _llm_mentions("Albert Einstein\nParis\nari\nC\n")
+    [found] = mentions.extract([LLM_TEXT])
+    assert {m.text for m in found} == {"Paris", "PARIS"}  # "ari" is inside a word only
+    assert mentions.notes["listed names not in the text"] == 3
+
+
+def test_an_echoed_sentence_is_not_a_name():
+    text = "Aspirin, sold by Bayer since 1899, lowers the risk of a heart attack."
+    mentions, _ = _llm_mentions(text, max_words=4)  # what SmolLM2-135M once answered
+    [found] = mentions.extract([text])
+    # the line is too long for a name, so its comma-separated parts are tried one by one
+    assert [m.text for m in found] == ["Aspirin"]
+    assert mentions.notes["listed names over 4 words"] == 2  # "sold by ...", "lowers ..."
+
+
+def test_failed_calls_and_empty_texts_leave_no_mentions_and_are_counted():
+    from argus_ir.llm import Generation
+
+    mentions, llm = _llm_mentions(Generation(None, "HTTP 503"), "Paris")
+    out = mentions.extract([LLM_TEXT, "   ", "Paris is big."])
+    assert out[0] == [] and out[1] == [] and [m.text for m in out[2]] == ["Paris"]
+    assert len(llm.prompts) == 2  # no call for the blank text
+    assert mentions.notes["failed calls"] == 1 and mentions.notes["texts"] == 2
+
+
+def test_llm_replies_are_cached(tmp_path):
+    from argus_ir.llm import CallCache
+
+    mentions, _ = _llm_mentions("Paris", cache=CallCache(tmp_path))
+    first = mentions.extract(["Paris is big."])
+    again, llm = _llm_mentions(cache=CallCache(tmp_path))  # an empty script: any call fails
+    assert again.extract(["Paris is big."]) == first and llm.prompts == []
+    assert again.notes["cached"] == 1

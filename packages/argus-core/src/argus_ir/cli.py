@@ -377,8 +377,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="LLM-written queries per uncovered stratum (0: none)",
     )
-    p.add_argument("--llm", default="transformers", help="LLM for --gap-queries (an --llm spec)")
+    p.add_argument(
+        "--entities",
+        choices=("ner", "llm"),
+        default="ner",
+        help="who finds each text's entities: ner (spaCy, default) or llm (the --llm lists "
+        "names; only names found in the text count)",
+    )
+    p.add_argument(
+        "--llm",
+        default="transformers",
+        help="LLM for --gap-queries and --entities llm (an --llm spec)",
+    )
     p.add_argument("--cache", type=Path, help="LLM reply cache folder (default: OUT/llm-cache)")
+    p.add_argument(
+        "--vector-cache",
+        type=Path,
+        help="folder for the dense retrievers' document vectors: a rerun (other strata, other "
+        "queries) skips the corpus embedding and an interrupted run resumes (default: none)",
+    )
     p.add_argument("--max-queries", type=int, default=0, help="the first N queries only")
     p.add_argument(
         "--max-docs", type=int, default=0, help="judged documents plus a sample, N in all"
@@ -978,7 +995,7 @@ def _sira_texts(folder: Path) -> dict[str, str]:
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from argus_ir.coverage import audit_coverage, coverage_markdown, write_coverage_report
     from argus_ir.evaluate import load_beir, subsample
-    from argus_ir.mentions import SpacyMentions
+    from argus_ir.mentions import LLMMentions, SpacyMentions
 
     data = subsample(
         load_beir(args.dataset, args.split),
@@ -988,11 +1005,15 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     )
     print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries")
     llm = cache = None
-    if args.gap_queries:
+    if args.gap_queries or args.entities == "llm":
         from argus_ir.llm import CallCache, load_llm
 
         llm, cache = load_llm(args.llm), CallCache(args.cache or args.out / "llm-cache")
-    mentioner = SpacyMentions(args.ner_model) if args.ner_model else None
+    mentioner: Any = None
+    if args.entities == "llm":
+        mentioner = LLMMentions(llm, cache=cache)
+    elif args.ner_model:
+        mentioner = SpacyMentions(args.ner_model)
     report = audit_coverage(
         data,
         args.retriever or ["minilm", "bm25"],
@@ -1000,12 +1021,13 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         n_clusters=args.clusters,
         min_df=args.min_df,
         linkage=args.linkage,
-        llm=llm,
+        llm=llm if args.gap_queries else None,
         per_stratum=args.gap_queries,
         cache=cache,
         bootstrap=args.bootstrap,
         seed=args.seed,
         mentioner=mentioner,
+        vector_cache=args.vector_cache,
         show_progress=not args.quiet,
     )
     folder = write_coverage_report(report, args.out)

@@ -1,7 +1,8 @@
 """Semantic stratification: entity-based strata of a corpus, how well a query set covers them, and
 retrieval scores per stratum ("Coverage, Not Averages", Klearman et al.).
 
-1. **Strata.** Named entities of every document (the NER backends; statistics such as
+1. **Strata.** Named entities of every document (the NER backends, or an LLM's list of names
+   grounded in the text, :class:`~argus_ir.mentions.LLMMentions`; statistics such as
    "p<0.05" and section headings such as "Background" are not names, :func:`is_name`) are
    embedded with an encoder and clustered (Ward agglomerative clustering of the unit vectors, cut
    into ``n_clusters``; the entities in at least ``min_df`` documents, at most ``max_entities`` of
@@ -527,8 +528,14 @@ def _runs(
     query_sets: Sequence[tuple[Mapping[str, str], Mapping[str, Mapping[str, int]]]],
     metric: str,
     show_progress: bool,
+    vector_cache: Any = None,
 ) -> list[dict[str, float]]:
-    """Per-query ``metric`` of retriever ``name`` (``"bm25"`` or an encoder) on each query set."""
+    """Per-query ``metric`` of retriever ``name`` (``"bm25"`` or an encoder) on each query set.
+
+    With ``vector_cache`` (a folder) the document vectors are kept per model, so a rerun (other
+    strata, another query set) or a resumed run embeds only the documents it has not seen.
+    """
+    from argus_ir.cache import VectorCache, cached_vectors, text_key
     from argus_ir.evaluate import dense_run, embed_texts, score_run
 
     ids = [d for d, _ in docs]
@@ -544,7 +551,20 @@ def _runs(
     from argus_ir.encoder import load_encoder
 
     encoder = load_encoder(name)
-    dv = embed_texts(encoder, [t for _, t in docs], show_progress)
+    info = encoder.info
+    cache = None
+    if vector_cache is not None:
+        cache = VectorCache.for_model(vector_cache, info.retriever_id, info.dim)
+    texts = [t for _, t in docs]
+    model_key = f"{info.retriever_id}|{encoder.precision}|document"
+    dv = cached_vectors(
+        texts,
+        [text_key(model_key, t) for t in texts],
+        lambda batch: embed_texts(encoder, batch, False),
+        cache,
+        show_progress=show_progress,
+        desc=f"{name}: corpus",
+    )
     for queries, qrels in query_sets:
         qids = list(queries)
         if not qids:
@@ -571,6 +591,7 @@ def audit_coverage(
     seed: int = 0,
     metric: str = "nDCG@10",
     mentioner: Any = None,
+    vector_cache: Any = None,
     show_progress: bool = False,
 ) -> CoverageReport:
     """Strata, coverage and stratified scores of a :class:`~argus_ir.evaluate.BeirData`.
@@ -588,7 +609,11 @@ def audit_coverage(
         bootstrap: Resamples for the win rates.
         seed: Seed of the bootstrap and of the document sample.
         metric: An ``ir-measures`` metric.
-        mentioner: A mention extractor (default: spaCy's offline small English model).
+        mentioner: A mention extractor (default: spaCy's offline small English model;
+            :class:`~argus_ir.mentions.LLMMentions` for an LLM's names, whose counts join the
+            report's).
+        vector_cache: A folder for the dense retrievers' document vectors (``None``: none);
+            reruns skip the corpus embedding and an interrupted run resumes.
         show_progress: Progress bars.
     """
     from argus_ir.encoder import load_encoder
@@ -617,6 +642,8 @@ def audit_coverage(
     q_entities = dict(zip(queries, entities_of(mentioner.extract(list(queries.values())))))
     vectors, notes = stratify_queries(queries, q_entities, strata, embed)
     notes.update(strata.notes)
+    extractor_notes = getattr(mentioner, "notes", None) or {}  # an LLM extractor counts its work
+    notes.update({f"entity extraction: {k}": v for k, v in extractor_notes.items()})
     primary = {q: primary_of(v) for q, v in vectors.items()}
     coverage = coverage_metrics(strata, vectors)
     synthetic: list[SyntheticQuery] = []
@@ -639,7 +666,12 @@ def audit_coverage(
     syn_scores: dict[str, dict[str, float]] = {}
     for name in retrievers:
         real, syn = _runs(
-            name, docs, [(queries, data.qrels), (syn_queries, syn_qrels)], metric, show_progress
+            name,
+            docs,
+            [(queries, data.qrels), (syn_queries, syn_qrels)],
+            metric,
+            show_progress,
+            vector_cache,
         )
         scores[name], syn_scores[name] = real, syn
     wins: dict[str, dict[str, float]] = {}
