@@ -105,6 +105,24 @@ def test_entities_of_drops_non_names_unless_asked():
     assert entities_of(mentions, keep=None) == [["background", "paris", "p < 0.05"], ["n=17"]]
 
 
+@pytest.mark.parametrize(
+    ("surface", "expected"),
+    [
+        ("CD4(", "cd4"),
+        ("CD4(+", "cd4(+"),  # open inside: left for is_name and the clustering to judge
+        ("IL-2)", "il-2"),
+        ("(Wnt", "wnt"),
+        ("(NF)-kB", "(nf)-kb"),  # balanced
+        ("  Saccharomyces   cerevisiae ", "saccharomyces cerevisiae"),
+    ],
+)
+def test_normalised_forms_lose_stray_brackets(surface, expected):
+    class M:
+        text = surface
+
+    assert entities_of([[M()]], keep=None) == [[expected]]
+
+
 def test_an_unknown_linkage_is_refused():
     with pytest.raises(ArgusInputError, match="linkage must be"):
         build_strata(DOCS, ENTITIES, embed, linkage="single")
@@ -246,6 +264,19 @@ def test_the_coverage_command_on_a_tiny_dataset(tmp_path, capsys):
     assert "bm25 vs minilm" in saved["win_rates"] or "minilm vs bm25" in saved["win_rates"]
     assert (out / "strata.png").exists() and (out / "coverage.png").exists()
     assert "Minimum Semantic Coverage" in capsys.readouterr().out
+    # the per-query rows reproduce the averages (micro: every query; macro: every stratum)
+    rows = saved["queries"]
+    assert set(rows) == {"q1", "q2"}
+    for name in ("minilm", "bm25"):
+        by_stratum: dict[int, list[float]] = {}
+        for row in rows.values():
+            by_stratum.setdefault(row["stratum"], []).append(row["scores"][name])
+        micro = sum(r["scores"][name] for r in rows.values()) / len(rows)
+        macro = sum(sum(v) / len(v) for v in by_stratum.values()) / len(by_stratum)
+        assert saved["averages"][name] == {
+            "micro": pytest.approx(micro),
+            "macro": pytest.approx(macro),
+        }
 
 
 def test_a_rerun_with_a_vector_cache_does_not_embed_the_corpus_again(tmp_path, monkeypatch):

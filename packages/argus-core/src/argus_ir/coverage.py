@@ -60,8 +60,23 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 """Texts -> L2-normalised vectors, one row per text."""
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
 def _norm(name: str) -> str:
-    return " ".join(name.split()).casefold()
+    """Case-folded, single spaces, and no bracket left open or unopened at either end
+    (NER cuts "CD4(+) cells" to "CD4(" and "(Wnt) signalling" to "(Wnt")."""
+    form = " ".join(name.split()).casefold()
+    while form and form[-1] in _PAIRS:
+        form = form[:-1].rstrip()
+    while form and form[0] in _PAIRS.values():
+        form = form[1:].lstrip()
+    for opening, closing in _PAIRS.items():
+        if form.startswith(opening) and closing not in form:
+            form = form[1:].lstrip()
+        if form.endswith(closing) and opening not in form:
+            form = form[:-1].rstrip()
+    return form
 
 
 HEADING_WORDS = frozenset(
@@ -112,7 +127,8 @@ def is_name(surface: str) -> bool:
 def entities_of(
     mentions: Sequence[Sequence[Any]], keep: Callable[[str], bool] | None = is_name
 ) -> list[list[str]]:
-    """Distinct normalised surface forms (case-folded, single spaces) per text, in order.
+    """Distinct normalised surface forms (case-folded, single spaces, stray brackets trimmed) per
+    text, in order.
 
     Args:
         mentions: The mentions of each text (anything with ``.text``).
@@ -519,6 +535,13 @@ class CoverageReport:
                 for k, v in self.synthetic_scores.items()
             },
             "notes": self.notes,
+            "queries": {  # per real query: its primary stratum and each retriever's metric
+                q: {
+                    "stratum": c,
+                    "scores": {n: s[q] for n, s in self.scores.items() if q in s},
+                }
+                for q, c in self.primary.items()
+            },
         }
 
 

@@ -293,7 +293,9 @@ class LLMMentions:
 
     Example:
         >>> from argus_ir.llm import load_llm  # doctest: +SKIP
-        >>> LLMMentions(load_llm("transformers")).extract(["Marie Curie worked in Paris."])
+        >>> LLMMentions(load_llm("openai:http://127.0.0.1:8000/v1@my-model")).extract(
+        ...     ["Marie Curie worked in Paris."]
+        ... )  # doctest: +SKIP
     """
 
     PROMPT_VERSION = "entities-v1"
