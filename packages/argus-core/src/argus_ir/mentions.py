@@ -360,15 +360,16 @@ class LLMMentions:
             if not line:
                 continue
             # a line is one name, or (when it is not) a comma-separated list of names
-            parts = [line] if found(line) or "," not in line else line.split(",")
-            for part in filter(None, map(_strip_name, parts)):
-                name = found(part)
-                if name is None and len(part.split()) > self.max_words:
-                    self.notes[f"listed names over {self.max_words} words"] += 1
-                elif name is None:
-                    self.notes["listed names not in the text"] += 1
-                else:
+            tries = [(line, found(line))]
+            if tries[0][1] is None and "," in line:
+                tries = [(part, found(part)) for part in map(_strip_name, line.split(",")) if part]
+            for part, name in tries:
+                if name is not None:
                     names.setdefault(name.casefold(), name)
+                elif len(part.split()) > self.max_words:
+                    self.notes[f"listed names over {self.max_words} words"] += 1
+                else:
+                    self.notes["listed names not in the text"] += 1
         taken: list[Mention] = []
         for name in sorted(names.values(), key=len, reverse=True):
             for start, end in _find(text, name):
