@@ -31,7 +31,8 @@ def span_key(retriever_id: str, text: str, start: int, end: int) -> str:
 
 def text_key(model_key: str, text: str) -> str:
     """Cache key of one whole-text vector (hex digest); ``model_key`` names the model and its
-    settings (a span key can never equal it: the separators differ)."""
+    settings. The hashed bytes are framed unlike :func:`span_key`'s, so the two kinds of key
+    do not meet."""
     h = hashlib.blake2b(digest_size=16)
     h.update(model_key.encode())
     h.update(b"\x00text\x00")
