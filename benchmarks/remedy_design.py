@@ -1,0 +1,137 @@
+"""Which remedy design raises retrieval quality: every option against the paper's configuration.
+
+For each dataset, one ``argus_ir.evaluate.evaluate`` call (MiniLM by default: the corpus is
+embedded and diagnosed once, every view text embedded once and kept in a vector cache) runs the
+original index, the paper's expansion, merged and descriptor views, and the design options as
+variants: the view budget (``max_views``), damped folding (``view_discount``), the context check,
+and their combinations. Queries are split into dev and test:
+
+- SciFact: its train queries are the dev part, its test queries the test part;
+- msmarco5k: its 43 judged queries, split in two by a hash of the query id;
+- the entity-centric set (``benchmarks/entity_set.py``): its own dev and test qrels.
+
+Rows go to ``benchmarks/results/design-<dataset>-<retriever>.json`` after every condition (the
+partial file lists what is done), per split, with each remedy's paired t-test against the
+original; the dev rows choose, the test rows report. A rerun reuses the vector cache, so only the
+diagnosis runs again.
+
+``nox -s bench -- design`` or
+``python benchmarks/remedy_design.py --shared-data ../shared/data [--datasets scifact,msmarco5k,entity-lists]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+BASE = ("original", "expansion", "merged", "descriptor")
+VARIANTS = (
+    "expansion max_views=1",
+    "expansion max_views=2",
+    "expansion context_threshold=0.15",
+    "expansion view_discount=0.02",
+    "expansion view_discount=0.05",
+    "expansion view_discount=0.1",
+    "expansion max_views=1 view_discount=0.05",
+    "descriptor view_discount=0.02",
+    "descriptor view_discount=0.05",
+    "merged view_discount=0.05",
+)
+
+
+def _hash_split(qid: str) -> str:
+    """A stable half/half split of queries that come with one split only."""
+    return "dev" if int(hashlib.sha256(qid.encode()).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def _load(name: str, shared: Path, work: Path):
+    from argus_ir.evaluate import load_beir
+
+    if name == "scifact":
+        data = load_beir(shared / "beir" / "scifact", "train,test")
+        data.query_split = {
+            q: "dev" if s == "train" else "test" for q, s in data.query_split.items()
+        }
+        return data
+    if name == "msmarco5k":
+        data = load_beir(shared / "beir" / "msmarco5k", "test")
+        data.query_split = {q: _hash_split(q) for q in data.queries}
+        return data
+    folder = work / "datasets" / name
+    if not (folder / "corpus.jsonl").is_file():
+        cmd = [sys.executable, str(HERE / "entity_set.py"), "--shared-data", str(shared)]
+        cmd += ["--out", str(folder)]
+        print("$", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+    return load_beir(folder, "dev,test")
+
+
+def _save(target: Path, name: str, t0: float, result, done: bool = False) -> None:
+    """Write the rows so far, per split (called after every condition)."""
+    payload = {
+        "dataset": name,
+        "retriever": result.retriever,
+        "command": "python benchmarks/remedy_design.py " + " ".join(sys.argv[1:]),
+        "complete": done,
+        "conditions_done": list(result.conditions),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "splits": [part.to_dict() for part in result.split_by()],
+    }
+    target.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    print(f"  {name}: {len(result.conditions)} conditions saved", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared-data", type=Path, required=True)
+    parser.add_argument("--datasets", default="entity-lists,msmarco5k,scifact")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--variants", default=None, help="';'-separated; default: the full set")
+    parser.add_argument("--work", type=Path, default=Path("runs"))
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--explain", action="store_true", help="also write explain/ reports")
+    args = parser.parse_args()
+
+    from argus_ir.evaluate import evaluate, write_results
+
+    variants = (
+        VARIANTS
+        if args.variants is None
+        else tuple(v.strip() for v in args.variants.split(";") if v.strip())
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.datasets.split(","):
+        data = _load(name, args.shared_data, args.work)
+        print(f"{data.name}: {len(data.corpus)} documents, {len(data.queries)} queries", flush=True)
+        target = args.out / f"design-{name}-{args.model}.json"
+        t0 = time.perf_counter()
+
+        result = evaluate(
+            data,
+            remedies=BASE,
+            variants=variants,
+            retriever=args.model,
+            show_progress=True,
+            vector_cache=args.work / "design-cache" / "vectors",
+            explain=args.explain,
+            on_condition=functools.partial(_save, target, name, t0),
+        )
+        _save(target, name, t0, result, done=True)
+        work = args.work / f"design-{name}-{args.model}"
+        write_results(result.split_by(), work)
+        if args.explain:
+            from argus_ir.cli import _write_explanations
+
+            _write_explanations(result, data, work)
+
+
+if __name__ == "__main__":
+    main()
