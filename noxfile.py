@@ -174,6 +174,8 @@ BENCHMARKS = {
     "audit": "audit_bench.py",
     "ingest": "ingest_bench.py",
     "eval": "eval_bench.py",
+    "design": "remedy_design.py",
+    "entity-set": "entity_set.py",
     "sira": "sira_bench.py",
     "bias": "bias_bench.py",
     "coverage": "coverage_bench.py",

@@ -89,6 +89,44 @@ def _save(target: Path, name: str, t0: float, result, done: bool = False) -> Non
     print(f"  {name}: {len(result.conditions)} conditions saved", flush=True)
 
 
+METRICS = ("nDCG@5", "nDCG@10", "nDCG@20", "nDCG@50", "R@10", "R@50")
+
+
+def _cell(sig: dict) -> str:
+    mark = "**" if sig["p"] < 0.05 else ""
+    return f"{mark}{100 * sig['delta']:+.2f}{mark} ({sig['p']:.2g})"
+
+
+def table(results: Path, model: str = "minilm") -> str:
+    """One Markdown table over every saved ``design-*`` file: per dataset, split and condition,
+    each metric's change against ``original`` in points with the paired t-test's p (bold below
+    0.05), index growth and ingest time over the original's."""
+    head = ["set", "condition", *METRICS, "growth", "ingest ratio"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for path in sorted(results.glob(f"design-*-{model}.json")):
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        for split in saved["splits"]:
+            conditions = split["conditions"]
+            base = conditions["original"]
+            cells = [f"{base['aggregate'][m]:.4f}" for m in METRICS]
+            lines.append(
+                f"| {split['dataset']} ({split['queries']} q) | original | "
+                + " | ".join(cells)
+                + " | 1.00 | 1.00 |"
+            )
+            for name, c in conditions.items():
+                if name == "original":
+                    continue
+                cells = [_cell(c["significance"][m]) for m in METRICS]
+                ratio = c["ingest_s"] / max(base["ingest_s"], 1e-9)
+                lines.append(
+                    f"| {split['dataset']} | {name} | "
+                    + " | ".join(cells)
+                    + f" | {c['index_growth']:.2f} | {ratio:.2f} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared-data", type=Path, required=True)
@@ -98,7 +136,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("runs"))
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--explain", action="store_true", help="also write explain/ reports")
+    parser.add_argument("--table", action="store_true", help="only print the table of saved rows")
     args = parser.parse_args()
+    if args.table:
+        print(table(args.out, args.model), end="")
+        return
 
     from argus_ir.evaluate import evaluate, write_results
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
+import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +15,9 @@ from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 from haystack.components.writers import DocumentWriter
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from argus_ir import Argus
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
+from argus_ir.errors import ArgusInputError
 from argus_ir.integration import Record
 from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
 from haystack_integrations.components.augmenters.argus import ArgusAugmenter
@@ -200,3 +206,131 @@ def test_collapser_rejects_bad_settings():
         ArgusCollapser(how="mean")
     with pytest.raises(ValueError, match="top_k"):
         ArgusCollapser(top_k=0)
+
+
+# -- view_discount (query time) and max_views (ingest) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def augmented_store() -> InMemoryDocumentStore:
+    store = InMemoryDocumentStore()
+    _index(_indexing(store, True), True)
+    return store
+
+
+def _retrieve(store: InMemoryDocumentStore) -> list[Document]:
+    """The retriever's own scored hits (views and originals) for the scenario's query."""
+    return _ask(_query(store, False, 20), False)
+
+
+def _source(doc: Document) -> str:
+    return doc.meta.get("argus_source_id") or doc.id
+
+
+def test_view_discount_and_max_views_default_to_the_cores():
+    params = inspect.signature(ArgusCollapser.__init__).parameters
+    assert params["view_discount"].default is DEFAULT_VIEW_DISCOUNT
+    assert ArgusCollapser().view_discount == DEFAULT_VIEW_DISCOUNT
+    default = inspect.signature(ArgusAugmenter.__init__).parameters["max_views"].default
+    assert default is Argus.__dataclass_fields__["max_views"].default
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.inf, -math.inf, math.nan])
+def test_a_bad_view_discount_is_refused_when_built(bad):
+    with pytest.raises(ArgusInputError, match="view_discount"):
+        ArgusCollapser(view_discount=bad)
+
+
+def test_collapser_lifts_a_source_only_by_more_than_the_discount(augmented_store):
+    view = next(d for d in _retrieve(augmented_store) if _source(d) == SCENARIO.target != d.id)
+    found = augmented_store.filter_documents(
+        filters={"field": "id", "operator": "in", "value": [SCENARIO.target, "film-4"]}
+    )
+    originals = {d.id: d for d in found}
+    # the view beats its original by 0.10; the rival sits between the two
+    hits = [
+        replace(view, score=0.60),
+        replace(originals["film-4"], score=0.52),
+        replace(originals[SCENARIO.target], score=0.50),
+    ]
+
+    lifted = ArgusCollapser(view_discount=0.05).run(documents=hits)["documents"]
+    assert [(d.id, d.score) for d in lifted] == [
+        (SCENARIO.target, pytest.approx(0.55)),
+        ("film-4", pytest.approx(0.52)),
+    ]
+    held = ArgusCollapser(view_discount=0.15).run(documents=hits)["documents"]
+    assert [(d.id, d.score) for d in held] == [
+        ("film-4", pytest.approx(0.52)),
+        (SCENARIO.target, pytest.approx(0.50)),  # scored by its original, not the view
+    ]
+    assert held[1].content == dict(SCENARIO.documents)[SCENARIO.target]
+    plain = ArgusCollapser(view_discount=0.0).run(documents=hits)["documents"]  # the best score
+    assert plain[0].id == SCENARIO.target and plain[0].score == pytest.approx(0.60)
+
+
+def test_collapser_applies_the_view_discount_to_retrieved_hits(augmented_store):
+    hits = _retrieve(augmented_store)
+    best_view = max(d.score for d in hits if _source(d) == SCENARIO.target != d.id)
+    own = next(d.score for d in hits if d.id == SCENARIO.target)
+    rival = max(d.score for d in hits if _source(d) != SCENARIO.target)
+    assert best_view - rival > 0.05  # the view is what puts the target first
+    below = (best_view - rival) / 2  # the view still beats everything by more than this
+    above = best_view - own + 0.05  # more than the view gains over its original
+
+    def top(discount: float) -> str:
+        collapser = ArgusCollapser(top_k=1, view_discount=discount, document_store=augmented_store)
+        docs = collapser.run(documents=hits)["documents"]
+        assert asyncio.run(collapser.run_async(documents=hits))["documents"] == docs
+        return docs[0].id
+
+    assert top(below) == SCENARIO.target
+    best_original = max((d.score, d.id) for d in hits if d.id == _source(d))[1]
+    assert best_original != SCENARIO.target
+    assert top(above) == best_original
+
+
+def test_max_views_reaches_argus_and_round_trips():
+    doc = Document(id="sci-2", content=dict(SCENARIO.documents)["sci-2"])
+    unbudgeted = ArgusAugmenter(progress_bar=False, **SCENARIO.settings).run(documents=[doc])
+    assert unbudgeted["stats"]["views"] > 1  # several views without a budget
+
+    augmenter = ArgusAugmenter(progress_bar=False, max_views=1, **SCENARIO.settings)
+    assert augmenter._argus.max_views == 1
+    out = augmenter.run(documents=[doc])
+    assert out["documents"][0] is doc and len(out["documents"]) == 2
+    assert out["stats"]["views"] == 1 and out["stats"]["over_budget"] >= 1
+
+    data = augmenter.to_dict()
+    assert data["init_parameters"]["max_views"] == 1
+    loaded = ArgusAugmenter.from_dict(data)
+    assert loaded.max_views == 1 and loaded._argus.max_views == 1
+    assert loaded.to_dict() == data
+    with pytest.raises(ValueError, match="max_views"):
+        ArgusAugmenter(max_views=0)
+
+
+def test_yaml_round_trip_keeps_view_discount_and_max_views():
+    store = InMemoryDocumentStore()
+    indexing = Pipeline()
+    indexing.add_component("argus", ArgusAugmenter(progress_bar=False, max_views=3))
+    indexing.add_component("writer", DocumentWriter(document_store=store))
+    indexing.connect("argus.documents", "writer.documents")
+    query = Pipeline()
+    query.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store, top_k=20))
+    query.add_component(
+        "collapser", ArgusCollapser(top_k=3, view_discount=0.125, document_store=store)
+    )
+    query.connect("retriever.documents", "collapser.documents")
+
+    indexing_yaml, query_yaml = indexing.dumps(), query.dumps()
+    assert "max_views: 3" in indexing_yaml and "view_discount: 0.125" in query_yaml
+    augmenter = Pipeline.loads(indexing_yaml).get_component("argus")
+    assert augmenter.max_views == 3 and augmenter._argus.max_views == 3
+    collapser = Pipeline.loads(query_yaml).get_component("collapser")
+    assert collapser.view_discount == 0.125 and collapser.how == "max" and collapser.top_k == 3
+    assert collapser.to_dict() == query.get_component("collapser").to_dict()
+
+    legacy = ArgusCollapser(top_k=3).to_dict()  # a YAML written before view_discount existed
+    del legacy["init_parameters"]["view_discount"]
+    assert ArgusCollapser.from_dict(legacy).view_discount == DEFAULT_VIEW_DISCOUNT

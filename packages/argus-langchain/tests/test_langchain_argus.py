@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import math
 from typing import Any
 
 import pytest
@@ -10,6 +12,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from argus_ir import Argus
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
+from argus_ir.errors import ArgusInputError
 from argus_ir.integration import Record
 from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
 from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_documents
@@ -157,3 +162,110 @@ def test_store_without_get_by_ids_returns_the_best_view(embeddings):
     store.add_documents(views)  # only views indexed: the original cannot come from the hits
     found = ArgusRetriever(vectorstore=store, k=1).invoke(SCENARIO.query)
     assert found[0].metadata["argus_source_id"] == SCENARIO.target
+
+
+# -- view_discount (query time) and max_views (ingest) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def augmented_store(embeddings) -> InMemoryVectorStore:
+    transformer = ArgusDocumentTransformer(**SCENARIO.settings)
+    return _store(embeddings, list(transformer.transform_documents(_corpus())))
+
+
+def _is_view(doc: Document) -> bool:
+    return "argus_source_id" in doc.metadata
+
+
+def test_view_discount_defaults_to_the_cores_constant():
+    default = inspect.signature(collapse_documents).parameters["view_discount"].default
+    assert default == DEFAULT_VIEW_DISCOUNT and default is DEFAULT_VIEW_DISCOUNT
+    assert ArgusRetriever.model_fields["view_discount"].default is DEFAULT_VIEW_DISCOUNT
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.inf, -math.inf, math.nan])
+def test_a_bad_view_discount_is_refused_when_built(embeddings, bad):
+    store = InMemoryVectorStore(embedding=embeddings)
+    with pytest.raises(ValueError, match="view_discount"):
+        ArgusRetriever(vectorstore=store, view_discount=bad)
+    doc = Document(page_content="a", id="a")
+    with pytest.raises(ArgusInputError, match="view_discount"):
+        collapse_documents([doc], view_discount=bad)  # refused even without scores
+
+
+def test_collapse_documents_lifts_a_source_only_by_more_than_the_discount(augmented_store):
+    originals = {d.id: d for d in augmented_store.get_by_ids([SCENARIO.target, "film-4"])}
+    view = next(
+        d
+        for d in augmented_store.similarity_search(SCENARIO.query, k=20)
+        if d.metadata.get("argus_source_id") == SCENARIO.target
+    )
+    # the view beats its original by 0.10; the rival sits between the two
+    hits = [(view, 0.60), (originals["film-4"], 0.52), (originals[SCENARIO.target], 0.50)]
+
+    lifted = collapse_documents(hits, view_discount=0.05)
+    assert [f.source_id for f in lifted] == [SCENARIO.target, "film-4"]
+    assert lifted[0].score == pytest.approx(0.55)
+    assert lifted[0].original is originals[SCENARIO.target]
+
+    held = collapse_documents(hits, view_discount=0.15)
+    assert [f.source_id for f in held] == ["film-4", SCENARIO.target]
+    assert held[1].score == pytest.approx(0.50)  # scored by its original, not the view
+
+    plain = collapse_documents(hits, view_discount=0.0)  # 0 keeps the paper's best score
+    assert plain[0].source_id == SCENARIO.target and plain[0].score == pytest.approx(0.60)
+
+
+def test_retriever_applies_the_view_discount(augmented_store):
+    hits = augmented_store.similarity_search_with_score(SCENARIO.query, k=20)
+    best_view = max(s for d, s in hits if d.metadata.get("argus_source_id") == SCENARIO.target)
+    own = next(s for d, s in hits if d.id == SCENARIO.target)
+    rival = max(
+        s for d, s in hits if (d.metadata.get("argus_source_id") or d.id) != SCENARIO.target
+    )
+    assert best_view - rival > 0.05  # the view is what puts the target first
+    below = (best_view - rival) / 2  # the view still beats everything by more than this
+    above = best_view - own + 0.05  # more than the view gains over its original
+
+    lifted = ArgusRetriever(vectorstore=augmented_store, k=1, view_discount=below)
+    assert [d.id for d in lifted.invoke(SCENARIO.query)] == [SCENARIO.target]
+    assert [d.id for d in asyncio.run(lifted.ainvoke(SCENARIO.query))] == [SCENARIO.target]
+
+    held = ArgusRetriever(vectorstore=augmented_store, k=1, view_discount=above)
+    best_original = max((s, d.id) for d, s in hits if not _is_view(d))[1]
+    assert best_original != SCENARIO.target
+    assert [d.id for d in held.invoke(SCENARIO.query)] == [best_original]
+    assert [d.id for d in asyncio.run(held.ainvoke(SCENARIO.query))] == [best_original]
+
+
+def test_max_views_defaults_to_the_argus_field():
+    default = ArgusDocumentTransformer.model_fields["max_views"].default
+    assert default is Argus.__dataclass_fields__["max_views"].default
+
+
+def test_max_views_reaches_argus():
+    doc = Document(page_content=dict(SCENARIO.documents)["sci-2"], id="sci-2")
+    unbudgeted = ArgusDocumentTransformer(**SCENARIO.settings)
+    assert len(unbudgeted.transform_documents([doc])) > 2  # several views without a budget
+
+    budgeted = ArgusDocumentTransformer(**SCENARIO.settings, max_views=1)
+    assert budgeted.argus.max_views == 1
+    assert budgeted.argus.settings_card()["max_views"] == 1
+    out = budgeted.transform_documents([doc])
+    views = [d for d in out if _is_view(d)]
+    assert len(views) == 1 and out[0] is doc
+    assert budgeted.last_stats["views"] == 1 and budgeted.last_stats["over_budget"] >= 1
+
+    budgeted.max_views = 2  # a changed budget rebuilds the facade
+    assert budgeted.argus.max_views == 2
+    assert ArgusDocumentTransformer.from_argus(Argus(max_views=3)).max_views == 3
+
+
+def test_a_bad_max_views_is_refused_when_set():
+    with pytest.raises(ValueError, match="max_views"):
+        ArgusDocumentTransformer(max_views=0)
+    transformer = ArgusDocumentTransformer(max_views=2)
+    facade = transformer.argus
+    with pytest.raises(ValueError, match="max_views"):
+        transformer.max_views = 0
+    assert transformer.max_views == 2 and transformer.argus is facade  # nothing changed

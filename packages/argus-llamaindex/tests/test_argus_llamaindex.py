@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import pickle
 from typing import Any
 
@@ -19,6 +20,8 @@ from llama_index.core.schema import (
 )
 from pydantic import PrivateAttr
 
+from argus_ir import Argus
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.integration import Record
 from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
 from argus_llamaindex import ArgusPostprocessor, ArgusTransform
@@ -153,7 +156,8 @@ def test_cache_hits_on_rerun_and_misses_when_tau_changes():
 
 def test_cache_key_follows_every_output_setting(tmp_path):
     base = ArgusTransform().to_dict()
-    for change in ({"tau": 0.2}, {"k_aug": 1}, {"remedy": "descriptor"}, {"k": 50}):
+    changes = ({"tau": 0.2}, {"k_aug": 1}, {"remedy": "descriptor"}, {"k": 50}, {"max_views": 1})
+    for change in changes:
         assert ArgusTransform(**change).to_dict() != base, change
     assert base["probe_checksum"] and base["kb_fingerprint"].startswith("default:")
     assert ArgusTransform(show_progress=True).to_dict() == base  # a progress bar is not output
@@ -234,3 +238,115 @@ def test_a_changed_setting_rebuilds_and_refingerprints(tmp_path):
     before = t.kb_fingerprint
     t.kb = str(kb)
     assert t.kb_fingerprint != before and t.kb_fingerprint.startswith("file:")
+
+
+# -- view_discount (query time) and max_views (ingest) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def augmented_index(embed_model) -> VectorStoreIndex:
+    pipeline = IngestionPipeline(transformations=[ArgusTransform(**SCENARIO.settings)])
+    return VectorStoreIndex(pipeline.run(documents=_corpus()), embed_model=embed_model)
+
+
+def _source(hit: NodeWithScore) -> str:
+    return hit.node.metadata.get("argus_source_id") or hit.node.node_id
+
+
+def test_view_discount_and_max_views_default_to_the_cores():
+    default = ArgusPostprocessor.model_fields["view_discount"].default
+    assert default == DEFAULT_VIEW_DISCOUNT and default is DEFAULT_VIEW_DISCOUNT
+    assert ArgusPostprocessor().view_discount == DEFAULT_VIEW_DISCOUNT
+    budget = ArgusTransform.model_fields["max_views"].default
+    assert budget is Argus.__dataclass_fields__["max_views"].default
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.inf, -math.inf, math.nan])
+def test_a_bad_view_discount_is_refused_when_built(bad):
+    with pytest.raises(ValueError, match="view_discount"):
+        ArgusPostprocessor(view_discount=bad)
+
+
+def test_postprocessor_lifts_a_source_only_by_more_than_the_discount(augmented_index):
+    hits = augmented_index.as_retriever(similarity_top_k=20).retrieve(SCENARIO.query)
+    view = next(h.node for h in hits if _source(h) == SCENARIO.target != h.node.node_id)
+    docstore = augmented_index.docstore
+    original, rival = docstore.get_node(SCENARIO.target), docstore.get_node("film-4")
+    # the view beats its original by 0.10; the rival sits between the two
+    scored = [
+        NodeWithScore(node=view, score=0.60),
+        NodeWithScore(node=rival, score=0.52),
+        NodeWithScore(node=original, score=0.50),
+    ]
+
+    def fold(**kwargs: Any) -> list[tuple[str, float | None]]:
+        out = ArgusPostprocessor(**kwargs).postprocess_nodes(scored)
+        return [(n.node.node_id, n.score) for n in out]
+
+    assert fold(view_discount=0.05) == [
+        (SCENARIO.target, pytest.approx(0.55)),
+        ("film-4", pytest.approx(0.52)),
+    ]
+    assert fold(view_discount=0.15) == [
+        ("film-4", pytest.approx(0.52)),
+        (SCENARIO.target, pytest.approx(0.50)),  # scored by its original, not the view
+    ]
+    assert fold(view_discount=0.0)[0] == (SCENARIO.target, pytest.approx(0.60))  # the best score
+
+
+def test_postprocessor_applies_the_view_discount_to_retrieved_hits(augmented_index):
+    hits = augmented_index.as_retriever(similarity_top_k=20).retrieve(SCENARIO.query)
+    best_view = max(h.score for h in hits if _source(h) == SCENARIO.target != h.node.node_id)
+    own = next(h.score for h in hits if h.node.node_id == SCENARIO.target)
+    rival = max(h.score for h in hits if _source(h) != SCENARIO.target)
+    assert best_view - rival > 0.05  # the view is what puts the target first
+    below = (best_view - rival) / 2  # the view still beats everything by more than this
+    above = best_view - own + 0.05  # more than the view gains over its original
+
+    def top(discount: float) -> str:
+        post = ArgusPostprocessor(
+            top_k=1, view_discount=discount, docstore=augmented_index.docstore
+        )
+        return post.postprocess_nodes(hits)[0].node.node_id
+
+    assert top(below) == SCENARIO.target
+    best_original = max((h.score, h.node.node_id) for h in hits if _source(h) == h.node.node_id)
+    assert best_original[1] != SCENARIO.target
+    assert top(above) == best_original[1]
+
+
+def test_view_discount_round_trips_through_to_dict():
+    post = ArgusPostprocessor(top_k=3, view_discount=0.125)
+    data = post.to_dict()
+    assert data["view_discount"] == 0.125
+    assert ArgusPostprocessor.from_dict(data).view_discount == 0.125
+
+
+def test_max_views_reaches_argus_and_the_cache_key():
+    doc = Document(id_="sci-2", text=dict(SCENARIO.documents)["sci-2"])
+    assert len(ArgusTransform(**SCENARIO.settings)([doc])) > 2  # several views without a budget
+
+    transform = ArgusTransform(**SCENARIO.settings, max_views=1)
+    assert transform.argus.max_views == 1
+    out = transform([doc])
+    assert out[0] is doc and len(out) == 2
+    assert transform.last_stats["views"] == 1 and transform.last_stats["over_budget"] >= 1
+
+    data = transform.to_dict()
+    assert data["max_views"] == 1
+    assert data != ArgusTransform(**SCENARIO.settings).to_dict()  # the cache key follows it
+    clone = ArgusTransform.from_dict(data)
+    assert clone.max_views == 1 and clone.argus.max_views == 1
+    assert pickle.loads(pickle.dumps(transform)).argus.max_views == 1
+    with pytest.raises(ValueError, match="max_views"):
+        ArgusTransform(max_views=0)
+
+
+def test_the_ingestion_cache_misses_when_max_views_changes():
+    cache = IngestionCache()
+    docs = [Document(id_="sci-2", text=dict(SCENARIO.documents)["sci-2"])]
+    first = Counting(**SCENARIO.settings)
+    full = IngestionPipeline(transformations=[first], cache=cache).run(documents=docs)
+    budgeted = Counting(**SCENARIO.settings, max_views=1)
+    out = IngestionPipeline(transformations=[budgeted], cache=cache).run(documents=docs)
+    assert (first.calls, budgeted.calls) == (1, 1) and len(out) == 2 < len(full)

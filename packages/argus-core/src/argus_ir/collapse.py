@@ -73,8 +73,8 @@ def collapse(
         >>> collapse([("d1#view0", 0.9), ("d2", 0.8), ("d1", 0.5)], {"d1#view0": "d1"})
         [('d1', 0.9), ('d2', 0.8)]
         >>> collapse([("d1#view0", 0.9), ("d2", 0.8), ("d1", 0.5)], {"d1#view0": "d1"},
-        ...          view_discount=0.2)
-        [('d2', 0.8), ('d1', 0.7)]
+        ...          view_discount=0.5)
+        [('d2', 0.8), ('d1', 0.5)]
     """
     return [
         (src, score)
@@ -143,7 +143,8 @@ class SourceHits(Generic[T]):
     Attributes:
         source_id: The source document's id.
         score: Its folded score (``None`` when the hits carried no scores).
-        hits: Its hits (the original and/or views), best first.
+        hits: Its hits (the original and/or views), best first (as folding counted them, views
+            less their discount).
         original: The source's own entry among the hits, if it was retrieved itself.
     """
 
@@ -226,10 +227,19 @@ def fold_hits(
             )
         ]
     out = []
+
+    def counted(pos: int, hit: T) -> float:  # a hit's score as folding counted it
+        value = float(scores[pos] or 0.0)
+        return (
+            value
+            if id_of(hit) == source_id_of(id_of(hit), metadata_of(hit))
+            else value - view_discount
+        )
+
     for src, score in ranked:
         members = groups[src]
         if score is not None:
-            members = sorted(members, key=lambda m: (-float(scores[m[0]] or 0.0), m[0]))
+            members = sorted(members, key=lambda m: (-counted(*m), m[0]))
         original = next((hit for _, hit in members if id_of(hit) == src), None)
         out.append(SourceHits(src, score, tuple(hit for _, hit in members), original))
     return out

@@ -1007,6 +1007,7 @@ def explain_result(
                 k=k,
                 before_metric=reference[qid][metric],
                 after_metric=per_q[qid][metric],
+                metric=metric,
             )
             for qid in sorted(rankings)
             if qid in reference and qid in per_q

@@ -12,9 +12,9 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from argus_ir.collapse import SourceHits, fold_hits
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
 
 __all__ = ["ArgusRetriever", "collapse_documents"]
 
@@ -24,6 +24,7 @@ def collapse_documents(
     *,
     top_k: int | None = None,
     how: str = "max",
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
 ) -> list[SourceHits[Document]]:
     """Fold hits on originals and views into one entry per source document.
 
@@ -31,11 +32,19 @@ def collapse_documents(
         hits: ``(document, score)`` pairs (higher is better), or documents in rank order.
         top_k: Keep this many sources.
         how: ``"max"`` (a source scores as its best hit) or ``"sum"``.
+        view_discount: Subtracted from every view's score before folding, so a view lifts its
+            source only when it beats the original by more than this (default
+            :data:`argus_ir.collapse.DEFAULT_VIEW_DISCOUNT`; unused when hits carry no scores).
 
     Returns:
         One :class:`argus_ir.collapse.SourceHits` per source, best first: ``source_id``,
         ``score``, its ``hits`` and the ``original`` when the original itself was among them.
+
+    Raises:
+        argus_ir.errors.ArgusInputError: A negative or non-finite ``view_discount`` (also when the
+            hits carry no scores), an unknown ``how``, or a score that is not a finite number.
     """
+    _check_view_discount(view_discount)
     pairs: list[tuple[Document, float | None]] = [
         (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
     ]
@@ -46,6 +55,7 @@ def collapse_documents(
         score_of=lambda p: p[1],
         how=how,
         top_k=top_k,
+        view_discount=view_discount,
     )
     return [
         SourceHits(
@@ -79,8 +89,17 @@ class ArgusRetriever(BaseRetriever):
     """Hits to fetch before folding (default ``max(20, 5 * k)``: views crowd the top ranks)."""
     how: str = "max"
     """``"max"`` or ``"sum"`` of a source's hit scores."""
+    view_discount: float = DEFAULT_VIEW_DISCOUNT
+    """Subtracted from every view's score before folding: a view lifts its source only when it
+    beats the original by more than this (default: ``argus_ir.collapse.DEFAULT_VIEW_DISCOUNT``)."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Passed on to ``similarity_search_with_score`` (a filter, for instance)."""
+
+    @field_validator("view_discount")
+    @classmethod
+    def _check_discount(cls, value: float) -> float:
+        _check_view_discount(value)
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> ArgusRetriever:
@@ -100,7 +119,7 @@ class ArgusRetriever(BaseRetriever):
         hits = self.vectorstore.similarity_search_with_score(
             query, k=self._fetch_k(k), **{**self.search_kwargs, **kwargs}
         )
-        folded = collapse_documents(hits, top_k=k, how=self.how)
+        folded = collapse_documents(hits, top_k=k, how=self.how, view_discount=self.view_discount)
         missing = [f.source_id for f in folded if f.original is None]
         fetched = self._get_by_ids(missing) if missing else {}
         return [_result(f, fetched) for f in folded]
@@ -112,7 +131,7 @@ class ArgusRetriever(BaseRetriever):
         hits = await self.vectorstore.asimilarity_search_with_score(
             query, k=self._fetch_k(k), **{**self.search_kwargs, **kwargs}
         )
-        folded = collapse_documents(hits, top_k=k, how=self.how)
+        folded = collapse_documents(hits, top_k=k, how=self.how, view_discount=self.view_discount)
         missing = [f.source_id for f in folded if f.original is None]
         fetched = await self._aget_by_ids(missing) if missing else {}
         return [_result(f, fetched) for f in folded]
@@ -130,6 +149,11 @@ class ArgusRetriever(BaseRetriever):
         except NotImplementedError:
             return {}
         return {d.id: d for d in docs if d.id is not None}
+
+
+def _check_view_discount(value: float) -> None:
+    """Raise the core's :class:`~argus_ir.errors.ArgusInputError` for a bad ``view_discount``."""
+    rank_sources((), view_discount=value)  # the core's check, run on no hits
 
 
 def _result(folded: SourceHits[Document], fetched: dict[str, Document]) -> Document:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.synthesis import PROMPT_VERSION
 
 __all__ = ["ArgusDocumentTransformer"]
+
+_ARGUS_DEFAULTS = {f.name: f.default for f in fields(Argus) if f.init}
 
 
 class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
@@ -26,7 +29,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     A document without an ``id`` comes out as a copy that carries a content-derived id, because its
     views must be able to point at it; give your documents ids to keep them as they are.
 
-    The fields are :class:`argus_ir.Argus` settings; models load on first use.
+    The fields are :class:`argus_ir.Argus` settings, checked when set; models load on first use.
 
     Example:
         >>> from langchain_argus import ArgusDocumentTransformer
@@ -46,6 +49,8 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     k_aug: int = 2
     kb: str | None = None
     context_threshold: float | None = None
+    max_views: int | None = _ARGUS_DEFAULTS["max_views"]
+    """At most this many views per document, riskiest entities first (``None``: no budget)."""
     llm: str | None = None
     prompt_version: str = PROMPT_VERSION
     ner_model: str | None = None
@@ -58,6 +63,11 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
 
     _argus: Argus | None = PrivateAttr(default=None)
     _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> ArgusDocumentTransformer:
+        Argus(**self.model_dump())  # the facade checks its settings; it loads nothing
+        return self
 
     @classmethod
     def from_argus(cls, argus: Argus) -> ArgusDocumentTransformer:
@@ -84,9 +94,16 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         return dict(self._last_stats)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        if name in type(self).model_fields:
-            self._argus = None  # a changed setting rebuilds the facade
+        if name not in type(self).model_fields:
+            super().__setattr__(name, value)
+            return
+        before = getattr(self, name)
+        try:
+            super().__setattr__(name, value)
+        except ValueError:
+            self.__dict__[name] = before  # pydantic keeps a value its model check rejected
+            raise
+        self._argus = None  # a changed setting rebuilds the facade
 
     def transform_documents(
         self, documents: Sequence[Document], **kwargs: Any

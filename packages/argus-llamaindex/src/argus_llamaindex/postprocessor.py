@@ -6,9 +6,9 @@ from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from argus_ir.collapse import SourceHits, fold_hits
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
 
 __all__ = ["ArgusPostprocessor"]
 
@@ -17,9 +17,10 @@ class ArgusPostprocessor(BaseNodePostprocessor):
     """Fold retrieved argus views into their source nodes; one result per source.
 
     Retrieve more nodes than you need (``similarity_top_k``: views crowd the top ranks); each
-    source scores as its best hit (or the sum, ``how="sum"``) and comes out as the *original* node:
-    from the hits when the original was retrieved itself, else from ``docstore`` (pass
-    ``index.docstore``); without a docstore, the best view stands in.
+    source scores as its best hit (or the sum, ``how="sum"``), every view's score less
+    ``view_discount``, and comes out as the *original* node: from the hits when the original was
+    retrieved itself, else from ``docstore`` (pass ``index.docstore``); without a docstore, the
+    best view stands in.
 
     Example:
         >>> retriever = index.as_retriever(similarity_top_k=20)  # doctest: +SKIP
@@ -29,7 +30,18 @@ class ArgusPostprocessor(BaseNodePostprocessor):
 
     top_k: int | None = Field(default=None, description="Source nodes to return (None: all).")
     how: str = Field(default="max", description="max or sum of a source's hit scores.")
+    view_discount: float = Field(
+        default=DEFAULT_VIEW_DISCOUNT,
+        description="Subtracted from every view's score before folding: a view lifts its source "
+        "only when it beats the original by more than this.",
+    )
     docstore: Any = Field(default=None, exclude=True, description="Where originals are read.")
+
+    @field_validator("view_discount")
+    @classmethod
+    def _check_discount(cls, value: float) -> float:
+        rank_sources((), view_discount=value)  # the core's check, run on no hits
+        return value
 
     @classmethod
     def class_name(cls) -> str:
@@ -45,6 +57,7 @@ class ArgusPostprocessor(BaseNodePostprocessor):
             score_of=lambda n: n.score,
             how=self.how,
             top_k=self.top_k,
+            view_discount=self.view_discount,
         )
         missing = [f.source_id for f in folded if f.original is None]
         fetched = self._fetch(missing)

@@ -21,6 +21,8 @@ from argus_ir.synthesis import PROMPT_VERSION
 
 __all__ = ["ArgusTransform"]
 
+_ARGUS_DEFAULTS = {f.name: f.default for f in fields(Argus) if f.init}
+
 
 class ArgusTransform(TransformComponent):
     """Add support views of nodes whose entities the retriever cannot reach.
@@ -53,6 +55,10 @@ class ArgusTransform(TransformComponent):
     kb: str | None = Field(default=None, description="KB folder or passages file.")
     kb_fingerprint: str = Field(default="", description="Identity of the KB's content.")
     context_threshold: float | None = Field(default=None, description="Context check cut-off.")
+    max_views: int | None = Field(
+        default=_ARGUS_DEFAULTS["max_views"],
+        description="At most this many views per document, riskiest entities first (None: all).",
+    )
     llm: str | None = Field(default=None, description="Synthesis backend spec.")
     prompt_version: str = Field(default=PROMPT_VERSION, description="Synthesis prompt.")
     ner_model: str | None = Field(default=None, description="spaCy pipeline for mentions.")

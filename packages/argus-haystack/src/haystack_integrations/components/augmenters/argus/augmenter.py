@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -14,6 +14,8 @@ from argus_ir.synthesis import PROMPT_VERSION
 __all__ = ["ArgusAugmenter"]
 
 logger = logging.getLogger(__name__)
+
+_ARGUS_DEFAULTS = {f.name: f.default for f in fields(Argus) if f.init}
 
 
 @component
@@ -47,6 +49,7 @@ class ArgusAugmenter:
         k_aug: int = 2,
         kb: str | None = None,
         context_threshold: float | None = None,
+        max_views: int | None = _ARGUS_DEFAULTS["max_views"],
         llm: str | None = None,
         prompt_version: str = PROMPT_VERSION,
         ner_model: str | None = None,
@@ -68,6 +71,8 @@ class ArgusAugmenter:
         :param k_aug: KB passages per flagged entity.
         :param kb: A saved KB folder or a passages file (default: the shipped Wikipedia KB).
         :param context_threshold: Drop KB passages less similar than this to the document.
+        :param max_views: At most this many views per document, riskiest entities first (``None``:
+            no budget).
         :param llm: The synthesis backend spec (``"transformers"``, ``"openai:URL[@MODEL]"``...).
         :param prompt_version: The synthesis prompt.
         :param ner_model: spaCy pipeline for mentions.
@@ -87,6 +92,7 @@ class ArgusAugmenter:
         self.k_aug = k_aug
         self.kb = kb
         self.context_threshold = context_threshold
+        self.max_views = max_views
         self.llm = llm
         self.prompt_version = prompt_version
         self.ner_model = ner_model
@@ -109,6 +115,7 @@ class ArgusAugmenter:
             "k_aug": self.k_aug,
             "kb": self.kb,
             "context_threshold": self.context_threshold,
+            "max_views": self.max_views,
             "llm": self.llm,
             "prompt_version": self.prompt_version,
             "ner_model": self.ner_model,

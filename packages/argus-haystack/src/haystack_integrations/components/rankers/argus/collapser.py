@@ -8,7 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DocumentStore
 
-from argus_ir.collapse import SourceHits, fold_hits
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
 
 __all__ = ["ArgusCollapser"]
 
@@ -18,9 +18,10 @@ class ArgusCollapser:
     """Fold retrieved argus views into their source documents; one result per source.
 
     Put it after the retriever (ask the retriever for more documents than you need: views crowd
-    the top ranks). Each source scores as its best hit (or the sum, ``how="sum"``) and comes out as
-    the *original* document with that score: taken from the hits when the original was retrieved
-    itself, else read from ``document_store`` by id; without a store, the best view stands in.
+    the top ranks). Each source scores as its best hit (or the sum, ``how="sum"``), every view's
+    score less ``view_discount``, and comes out as the *original* document with that score: taken
+    from the hits when the original was retrieved itself, else read from ``document_store`` by id;
+    without a store, the best view stands in.
 
     Usage:
         >>> from haystack_integrations.components.rankers.argus import ArgusCollapser
@@ -32,26 +33,38 @@ class ArgusCollapser:
         *,
         top_k: int | None = None,
         how: str = "max",
+        view_discount: float = DEFAULT_VIEW_DISCOUNT,
         document_store: DocumentStore | None = None,
     ) -> None:
         """Create the component.
 
         :param top_k: Source documents to return (``None``: all).
         :param how: ``"max"`` or ``"sum"`` of a source's hit scores.
+        :param view_discount: Subtracted from every view's score before folding, so a view lifts
+            its source only when it beats the original by more than this (default:
+            ``argus_ir.collapse.DEFAULT_VIEW_DISCOUNT``; unused when hits carry no scores).
         :param document_store: Where to read originals that were not retrieved themselves.
+        :raises ValueError: An unknown ``how``, ``top_k`` below 1, or a negative or non-finite
+            ``view_discount`` (:class:`argus_ir.errors.ArgusInputError`).
         """
         if how not in ("max", "sum"):
             raise ValueError(f"how must be 'max' or 'sum', got {how!r}")
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
+        rank_sources((), view_discount=view_discount)  # the core's check, run on no hits
         self.top_k = top_k
         self.how = how
+        self.view_discount = view_discount
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component (the store with its own ``to_dict``)."""
         return default_to_dict(
-            self, top_k=self.top_k, how=self.how, document_store=self.document_store
+            self,
+            top_k=self.top_k,
+            how=self.how,
+            view_discount=self.view_discount,
+            document_store=self.document_store,
         )
 
     @classmethod
@@ -103,6 +116,7 @@ class ArgusCollapser:
             score_of=lambda d: d.score,
             how=self.how,
             top_k=self.top_k if top_k is None else top_k,
+            view_discount=self.view_discount,
         )
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
