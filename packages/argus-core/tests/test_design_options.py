@@ -256,6 +256,12 @@ def test_two_splits_are_indexed_once_and_reported_apart(tmp_path):
     assert test.conditions["expansion"].significance["nDCG@5"] == paired_test(
         ref, {"q1": whole["q1"]["nDCG@5"]}
     )
+    # App. E.1 per split: each split counts its own one (query, gold document) pair
+    for part in (dev, test):
+        gold = part.gold_rps
+        assert gold["retrieved"]["n"] + gold["missed"]["n"] == 1
+    whole_gold = result.gold_rps
+    assert whole_gold["retrieved"]["n"] + whole_gold["missed"]["n"] == 2
     with pytest.raises(ArgusInputError, match="judged in split 'test' and in 'test'"):
         load_beir(root, "test,test")
 

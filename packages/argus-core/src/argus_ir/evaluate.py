@@ -445,6 +445,9 @@ class EvalResult:
         default_factory=dict, repr=False
     )
     entries: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # what App. E.1 was computed from (max RPS per document, qrels, the original run), so a split
+    # gets its own test; not written to results.json
+    gold_inputs: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def split_by(self) -> list[EvalResult]:
         """One result per query split (``load_beir(folder, "dev,test")``), named
@@ -476,18 +479,23 @@ class EvalResult:
             conditions[cname] = Condition(
                 cname, c.entries, c.index_growth, c.ingest_s, c.llm_calls, c.stats, agg, per_q, sig
             )
+        gold = self.gold_rps
+        if self.gold_inputs is not None:
+            max_rps, qrels, run = self.gold_inputs
+            gold = rps_of_gold(max_rps, {q: r for q, r in qrels.items() if q in qids}, run)
         return EvalResult(
             name,
             self.retriever,
             len(reference),
             self.documents,
             conditions,
-            self.gold_rps,
+            gold,
             self.notes,
             self.subset,
             {q: s for q, s in self.query_split.items() if q in qids},
             {c: {q: r for q, r in rk.items() if q in qids} for c, rk in self.rankings.items()},
             self.entries,
+            self.gold_inputs,
         )
 
     @classmethod
@@ -863,11 +871,9 @@ def evaluate(
                 )
             )
             diagnose_s = time.perf_counter() - t0
-            result.gold_rps = rps_of_gold(
-                {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities},
-                data.qrels,
-                original_run,
-            )
+            max_rps = {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities}
+            result.gold_inputs = (max_rps, data.qrels, original_run)
+            result.gold_rps = rps_of_gold(max_rps, data.qrels, original_run)
         stats = RemedyStats()
         remedy_overrides = {k: v for k, v in overrides.items() if k != "tau" and k not in _FUSION}
         cond_argus = Argus(**{**settings, **remedy_overrides, "remedy": kind})
