@@ -146,6 +146,13 @@ def main() -> None:
         print(table(args.out, args.model), end="")
         return
 
+    # every module the run needs, imported now: a long run must not pick up files edited meanwhile
+    import argus_ir.cache
+    import argus_ir.explain
+    import argus_ir.pipeline
+    import argus_ir.plots
+    import argus_ir.remedy  # noqa: F401
+    from argus_ir.cli import _write_explanations
     from argus_ir.evaluate import evaluate, write_results
 
     variants = (
@@ -174,8 +181,6 @@ def main() -> None:
         work = args.work / f"design-{name}-{args.model}"
         write_results(result.split_by(), work)
         if args.explain:
-            from argus_ir.cli import _write_explanations
-
             _write_explanations(result, data, work)
 
 

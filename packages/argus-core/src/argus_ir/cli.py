@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir.errors import ArgusError
+from argus_ir.remedy import DEFAULT_REMEDY
 from argus_ir.remedy import KINDS as REMEDIES
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stats", type=Path, help="stats JSON (default: OUT with .stats.json, or stdout summary)"
     )
-    p.add_argument("--remedy", choices=REMEDIES, default="expansion")
+    p.add_argument("--remedy", choices=REMEDIES, default=DEFAULT_REMEDY)
     _remedy_options(p)
     p.add_argument(
         "--docs-per-batch",
@@ -330,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="test", help="qrels split (default: test)")
     p.add_argument(
         "--remedy",
-        default="original,expansion",
+        default=f"original,{DEFAULT_REMEDY}",
         help=f"comma-separated conditions: original, {', '.join(REMEDIES)}",
     )
     p.add_argument(
@@ -342,7 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
         "e.g. --ablate tau=0.1,0.2 --ablate context_threshold=off,0.15 (repeatable)",
     )
     p.add_argument(
-        "--ablate-remedy", choices=REMEDIES, default="expansion", help="the remedy ablations vary"
+        "--ablate-remedy",
+        choices=REMEDIES,
+        default=DEFAULT_REMEDY,
+        help="the remedy ablations vary (default: the default remedy)",
     )
     p.add_argument(
         "--variant",

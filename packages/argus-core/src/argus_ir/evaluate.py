@@ -752,9 +752,9 @@ def ablation_name(kind: str, key: str, value: Any) -> str:
 def evaluate(
     data: BeirData,
     *,
-    remedies: Sequence[str] = (ORIGINAL, "expansion"),
+    remedies: Sequence[str] | None = None,
     ablations: Mapping[str, Sequence[Any]] | None = None,
-    ablate: str = "expansion",
+    ablate: str | None = None,
     variants: Sequence[str] = (),
     depth: int = 100,
     metrics: Sequence[str] = METRICS,
@@ -773,10 +773,11 @@ def evaluate(
     Args:
         data: The dataset (see :func:`load_beir`).
         remedies: Conditions, among ``"original"`` and :data:`argus_ir.remedy.KINDS`;
-            ``"original"`` is always evaluated (the reference).
+            ``"original"`` is always evaluated (the reference). Default: ``original`` and
+            :data:`argus_ir.remedy.DEFAULT_REMEDY`.
         ablations: Setting -> values, among :data:`ABLATABLE`: one more condition of remedy
             ``ablate`` per value, the other settings as given (named by :func:`ablation_name`).
-        ablate: The remedy the ablations vary.
+        ablate: The remedy the ablations vary (default: the default remedy).
         variants: More conditions, each a remedy with settings of its own
             (:func:`parse_variant`: ``"descriptor max_views=1 view_discount=0.02"``).
         depth: Source documents ranked per query.
@@ -802,8 +803,10 @@ def evaluate(
     from tqdm.auto import tqdm
 
     from argus_ir.pipeline import Argus
-    from argus_ir.remedy import KINDS, RemedyStats, apply_remedy
+    from argus_ir.remedy import DEFAULT_REMEDY, KINDS, RemedyStats, apply_remedy
 
+    remedies = (ORIGINAL, DEFAULT_REMEDY) if remedies is None else remedies
+    ablate = DEFAULT_REMEDY if ablate is None else ablate
     unknown = [
         r for r in (*remedies, *([ablate] if ablations else [])) if r != ORIGINAL and r not in KINDS
     ]
@@ -822,7 +825,9 @@ def evaluate(
     for spec in variants:
         name, kind, overrides = parse_variant(spec)
         plan.setdefault(name, (kind, overrides))
-    argus = Argus(**{**settings, "remedy": next(iter(plan.values()))[0] if plan else "expansion"})
+    argus = Argus(
+        **{**settings, "remedy": next(iter(plan.values()))[0] if plan else DEFAULT_REMEDY}
+    )
     encoder = argus.diagnoser.encoder if plan else argus._get("encoder")
     qids = sorted(data.queries)
     qvec = embed_texts(encoder, [data.queries[q] for q in qids], False)

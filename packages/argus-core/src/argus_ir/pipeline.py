@@ -30,6 +30,7 @@ from argus_ir.kb import DEFAULT_K_AUG, ReferenceKB
 from argus_ir.llm import LLM, load_llm
 from argus_ir.loaders import Document
 from argus_ir.remedy import (
+    DEFAULT_REMEDY,
     KINDS,
     ContextCheck,
     RemedyStats,
@@ -88,7 +89,8 @@ class Argus:
         probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
         k: Retrieval budget of the shipped probe (10 or 50).
         tau: Flagging threshold (default: the probe's, 0.3).
-        remedy: ``"expansion"`` (default), ``"merged"``, ``"descriptor"`` or ``"synthesis"``.
+        remedy: ``"expansion"``, ``"merged"``, ``"descriptor"`` or ``"synthesis"`` (default:
+            :data:`~argus_ir.remedy.DEFAULT_REMEDY`).
         k_aug: KB passages per flagged entity (the paper's 2).
         kb: A saved KB folder, a passages file (JSONL/Parquet/CSV) or a
             :class:`~argus_ir.kb.ReferenceKB` (default: the shipped Wikipedia lead paragraphs).
@@ -115,7 +117,7 @@ class Argus:
     probe: str | os.PathLike[str] | None = None
     k: int = 10
     tau: float | None = None
-    remedy: str = "expansion"
+    remedy: str = DEFAULT_REMEDY
     k_aug: int = DEFAULT_K_AUG
     kb: str | os.PathLike[str] | ReferenceKB | None = None
     context_threshold: float | None = None

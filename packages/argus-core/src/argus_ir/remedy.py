@@ -54,6 +54,7 @@ from argus_ir.synthesis import (
 
 __all__ = [
     "DEFAULT_CONTEXT_THRESHOLD",
+    "DEFAULT_REMEDY",
     "KINDS",
     "ContextCheck",
     "RemedyStats",
@@ -69,6 +70,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 KINDS = ("expansion", "merged", "descriptor", "synthesis")
+DEFAULT_REMEDY = "expansion"
+"""The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
+adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
 ORIGINAL = "original"
 _MAX_CLAUSE_WORDS = 12
 

@@ -45,7 +45,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     """A probe folder (default: the probe shipped for ``retriever`` at ``k``)."""
     k: int = 10
     tau: float | None = None
-    remedy: str = "expansion"
+    remedy: str = _ARGUS_DEFAULTS["remedy"]
     k_aug: int = 2
     kb: str | None = None
     context_threshold: float | None = None

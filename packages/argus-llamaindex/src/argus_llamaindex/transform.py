@@ -50,7 +50,10 @@ class ArgusTransform(TransformComponent):
     probe_checksum: str = Field(default="", description="Content hash of the probe folder.")
     k: int = Field(default=10, description="Retrieval budget of the shipped probe.")
     tau: float | None = Field(default=None, description="Flagging threshold (probe's: 0.3).")
-    remedy: str = Field(default="expansion", description="expansion, descriptor or synthesis.")
+    remedy: str = Field(
+        default=_ARGUS_DEFAULTS["remedy"],
+        description="expansion, merged, descriptor or synthesis (default: the core's DEFAULT_REMEDY).",
+    )
     k_aug: int = Field(default=2, description="KB passages per flagged entity.")
     kb: str | None = Field(default=None, description="KB folder or passages file.")
     kb_fingerprint: str = Field(default="", description="Identity of the KB's content.")

@@ -45,7 +45,7 @@ class ArgusAugmenter:
         probe: str | None = None,
         k: int = 10,
         tau: float | None = None,
-        remedy: str = "expansion",
+        remedy: str = _ARGUS_DEFAULTS["remedy"],
         k_aug: int = 2,
         kb: str | None = None,
         context_threshold: float | None = None,
