@@ -1,15 +1,19 @@
-"""collapse(): hand-worked rankings and a brute-force check over random hit lists."""
+"""collapse(): hand-worked rankings and a brute-force check over random hit lists (plain folding,
+``view_discount=0``; the discount has its own tests in test_design_options.py)."""
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from argus_ir.collapse import collapse
+from argus_ir.collapse import collapse as _collapse
 from argus_ir.errors import ArgusInputError
+
+collapse = partial(_collapse, view_discount=0.0)
 
 HITS = [("d1#v1", 0.9), ("d2", 0.8), ("d1", 0.5), ("d3#v1", 0.8), ("d3", 0.1)]
 SOURCE = {"d1#v1": "d1", "d3#v1": "d3"}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from argus_ir.collapse import collapse, fold_hits, rank_sources
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, collapse, fold_hits, rank_sources
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.errors import ArgusInputError
 from argus_ir.evaluate import evaluate, load_beir, paired_test, parse_variant
@@ -72,11 +72,11 @@ def test_view_discount_by_hand():
     assert [(src, round(v, 9)) for src, v in ranked] == [("d2", 0.8), ("d1", 0.7), ("d3", 0.65)]
     # a discount larger than any lift: every source scores as its original
     assert collapse(HITS, SOURCE, view_discount=1.0) == [("d2", 0.8), ("d1", 0.5), ("d3", 0.1)]
-    assert collapse(HITS, SOURCE, view_discount=0.0) == collapse(HITS, SOURCE)
+    assert collapse(HITS, SOURCE) == collapse(HITS, SOURCE, view_discount=DEFAULT_VIEW_DISCOUNT)
 
 
 def test_rank_sources_names_the_entry_behind_each_score():
-    assert rank_sources(HITS, SOURCE) == [
+    assert rank_sources(HITS, SOURCE, view_discount=0.0) == [
         ("d1", 0.9, "d1#v1"),
         ("d3", 0.85, "d3#v1"),
         ("d2", 0.8, "d2"),
@@ -117,7 +117,11 @@ def test_fold_hits_discounts_views_only():
         ("d1", {}, 0.5),
     ]
     folded = fold_hits(
-        hits, id_of=lambda h: h[0], metadata_of=lambda h: h[1], score_of=lambda h: h[2]
+        hits,
+        id_of=lambda h: h[0],
+        metadata_of=lambda h: h[1],
+        score_of=lambda h: h[2],
+        view_discount=0.0,
     )
     assert [(f.source_id, f.score) for f in folded] == [("d1", 0.9), ("d2", 0.8)]
     damped = fold_hits(
@@ -342,3 +346,12 @@ def test_dense_rankings_apply_the_discount_before_choosing_entries():
         ("d2", 0.8, "d2"),
         ("d1", 0.5, "d1"),
     ]
+
+
+def test_dense_run_takes_the_default_discount_once():
+    from argus_ir.evaluate import dense_run
+
+    q = np.array([[1.0]], dtype=np.float32)
+    vectors = np.array([[0.9], [0.5], [0.3]], dtype=np.float32)
+    run = dense_run(q, ["q"], vectors, ["d1#v", "d1", "d2"], {"d1#v": "d1"}, depth=2)
+    assert run["q"]["d1"] == pytest.approx(0.9 - DEFAULT_VIEW_DISCOUNT, abs=1e-6)

@@ -51,7 +51,8 @@ def test_a_source_with_many_views_counts_once():
     source_of = {"v1": "d1", "v2": "d1", "v3": "d1"}
     # a 1-d space with query vector [1]: each entry's score is its own coordinate
     vectors = np.array([[0.9], [0.85], [0.8], [0.7], [0.6], [0.1]], dtype=np.float32)
-    run = dense_run(np.ones((1, 1), dtype=np.float32), ["q"], vectors, entries, source_of, depth=2)
+    ones = np.ones((1, 1), dtype=np.float32)
+    run = dense_run(ones, ["q"], vectors, entries, source_of, depth=2, view_discount=0.0)
     assert run == {"q": {"d1": pytest.approx(0.9), "d2": pytest.approx(0.7)}}
     qrels = {"q": {"d1": 1, "d2": 1}}
     _, per_query = score_run(qrels, run, ["R@10", "nDCG@10"])
@@ -301,6 +302,7 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
         load_beir(root),
         remedies=("original", "expansion", "merged"),
         ablations={"tau": [0.0], "k_aug": [1], "context_threshold": [None]},
+        ablate="expansion",
         **SCENARIO.settings,
     )
     c = result.conditions
@@ -321,6 +323,7 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     assert c["merged"].stats["remedy"] == "merged"
     assert c["merged"].stats["views_of_window_filling_documents"] == 0  # short documents
     assert c["expansion k_aug=1"].stats["overrides"] == {"k_aug": 1}
+    from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
     from argus_ir.encoder.base import native_bf16
 
     assert c["expansion k_aug=1"].stats["settings"] == {
@@ -328,7 +331,7 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
         "k_aug": 1,
         "context_threshold": None,
         "max_views": None,
-        "view_discount": 0.0,
+        "view_discount": DEFAULT_VIEW_DISCOUNT,
         "precision": "bf16" if native_bf16("cpu") else "fp32",  # "auto" as resolved here
     }
     assert c["expansion tau=0.0"].stats["settings"]["tau"] == 0.0

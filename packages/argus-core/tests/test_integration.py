@@ -30,7 +30,8 @@ HITS = [  # (id, metadata, score) as a retriever returns them
 ]
 
 
-def _fold(hits, **kw):
+def _fold(hits, **kw):  # plain folding: the discount has its own tests
+    kw.setdefault("view_discount", 0.0)
     return fold_hits(
         hits, id_of=lambda h: h[0], metadata_of=lambda h: h[1], score_of=lambda h: h[2], **kw
     )
@@ -48,7 +49,9 @@ def test_fold_hits_by_hand():
 
 def test_fold_hits_sum_matches_collapse():
     folded = _fold(HITS, how="sum", top_k=2)
-    expected = collapse([(h[0], h[2]) for h in HITS], {"v1": "a", "v2": "a"}, how="sum", top_k=2)
+    expected = collapse(
+        [(h[0], h[2]) for h in HITS], {"v1": "a", "v2": "a"}, how="sum", top_k=2, view_discount=0.0
+    )
     assert [(f.source_id, pytest.approx(f.score)) for f in folded] == expected
     assert folded[0].score == pytest.approx(0.9 + 0.5 + 0.7)
 

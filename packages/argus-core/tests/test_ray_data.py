@@ -14,6 +14,8 @@ pytest.importorskip("spacy")
 pytest.importorskip("sentence_transformers")
 ray = pytest.importorskip("ray")
 
+from argus_ir.remedy import DEFAULT_REMEDY  # noqa: E402
+
 N_DOCS = 2_000
 
 
@@ -79,7 +81,7 @@ def test_ray_path_equals_the_single_process_output(local_ray, corpus, tmp_path, 
     assert _canonical(got) == _canonical(expected)
     views = len(expected) - N_DOCS
     assert stats["totals"]["views"] == views
-    assert f"{N_DOCS} documents; added {views} expansion views on 2 Ray workers" in printed
+    assert f"{N_DOCS} documents; added {views} {DEFAULT_REMEDY} views on 2 Ray workers" in printed
 
 
 def test_the_local_cluster_leaves_a_cpu_for_reading_and_writing():

@@ -156,7 +156,7 @@ def test_cache_hits_on_rerun_and_misses_when_tau_changes():
 
 def test_cache_key_follows_every_output_setting(tmp_path):
     base = ArgusTransform().to_dict()
-    changes = ({"tau": 0.2}, {"k_aug": 1}, {"remedy": "descriptor"}, {"k": 50}, {"max_views": 1})
+    changes = ({"tau": 0.2}, {"k_aug": 1}, {"remedy": "merged"}, {"k": 50}, {"max_views": 1})
     for change in changes:
         assert ArgusTransform(**change).to_dict() != base, change
     assert base["probe_checksum"] and base["kb_fingerprint"].startswith("default:")

@@ -295,7 +295,8 @@ def dense_rankings(
             top = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1))
         for row, qid in enumerate(query_ids[start : start + chunk]):
             hits = [(entry_ids[j], float(scores[row, j])) for j in top[row]]
-            out[qid] = rank_sources(hits, source_of, top_k=depth)
+            # the discount is already in the scores
+            out[qid] = rank_sources(hits, source_of, top_k=depth, view_discount=0.0)
     return out
 
 

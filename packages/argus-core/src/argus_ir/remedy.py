@@ -70,7 +70,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 KINDS = ("expansion", "merged", "descriptor", "synthesis")
-DEFAULT_REMEDY = "expansion"
+DEFAULT_REMEDY = "descriptor"
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
 ORIGINAL = "original"
