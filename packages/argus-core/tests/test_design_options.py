@@ -355,3 +355,11 @@ def test_dense_run_takes_the_default_discount_once():
     vectors = np.array([[0.9], [0.5], [0.3]], dtype=np.float32)
     run = dense_run(q, ["q"], vectors, ["d1#v", "d1", "d2"], {"d1#v": "d1"}, depth=2)
     assert run["q"]["d1"] == pytest.approx(0.9 - DEFAULT_VIEW_DISCOUNT, abs=1e-6)
+
+
+def test_the_evaluation_search_refuses_a_negative_discount():
+    from argus_ir.evaluate import dense_run
+
+    q = np.array([[1.0]], dtype=np.float32)
+    with pytest.raises(ArgusInputError, match="view_discount must be a finite number >= 0"):
+        dense_run(q, ["q"], q, ["d1"], {}, view_discount=-0.1)

@@ -911,10 +911,10 @@ def _beir_datasets(args: argparse.Namespace) -> Iterator[Any]:
         yield data
 
 
-def _write_evaluation(results: list[Any], out: Path) -> int:
+def _write_evaluation(results: list[Any], out: Path, *, written: bool = False) -> int:
     from argus_ir.evaluate import results_markdown, write_results
 
-    folder = write_results(results, out)
+    folder = out if written else write_results(results, out)
     print(results_markdown(results), end="")
     print(f"-> {folder}/results.md, results.json, per_query.jsonl")
     return 0
@@ -951,7 +951,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             _write_explanations(result, data, args.out)
         write_results(results, args.out)  # each dataset's rows as soon as it is done
         print(f"  {data.name}: written to {args.out}")
-    return _write_evaluation(results, args.out)
+    return _write_evaluation(results, args.out, written=True)
 
 
 def _write_explanations(result: Any, data: Any, out: Path) -> None:

@@ -280,6 +280,7 @@ def dense_rankings(
         src = source_of.get(eid, eid)
         per_source[src] = per_source.get(src, 0) + 1
     fetch = min(len(entry_ids), depth * max(per_source.values(), default=1))
+    rank_sources((), view_discount=view_discount)  # the core's check of the discount
     # the discount is taken before the top entries are chosen, so the fetch is exact under it
     penalty = np.array(
         [view_discount if source_of.get(e, e) != e else 0.0 for e in entry_ids], dtype=np.float32
