@@ -197,9 +197,10 @@ def fold_hits(
         ArgusInputError: As :func:`collapse`.
     """
     items = list(hits)
+    sources = [source_id_of(id_of(hit), metadata_of(hit)) for hit in items]
     groups: dict[str, list[tuple[int, T]]] = {}
-    for pos, hit in enumerate(items):
-        groups.setdefault(source_id_of(id_of(hit), metadata_of(hit)), []).append((pos, hit))
+    for pos, (hit, src) in enumerate(zip(items, sources)):
+        groups.setdefault(src, []).append((pos, hit))
     scores = [score_of(hit) for hit in items]
     if any(s is None for s in scores):
         ranked: list[tuple[str, float | None]] = [(src, None) for src in groups]
@@ -213,7 +214,6 @@ def fold_hits(
             if value != value or value in (float("inf"), float("-inf")):
                 raise ArgusInputError(f"hit {id_of(hit)!r} has a score of {s!r}")
         # an original is its source's own id; a view is keyed by its position (it may repeat ids)
-        sources = [source_id_of(id_of(hit), metadata_of(hit)) for hit in items]
         keys = [
             src if src == id_of(hit) else f"\0{pos}"
             for pos, (hit, src) in enumerate(zip(items, sources))
@@ -233,11 +233,7 @@ def fold_hits(
 
     def counted(pos: int, hit: T) -> float:  # a hit's score as folding counted it
         value = float(scores[pos] or 0.0)
-        return (
-            value
-            if id_of(hit) == source_id_of(id_of(hit), metadata_of(hit))
-            else value - view_discount
-        )
+        return value if id_of(hit) == sources[pos] else value - view_discount
 
     for src, score in ranked:
         members = groups[src]

@@ -260,7 +260,7 @@ def dense_run(
         chunk=chunk,
         view_discount=view_discount,
     )
-    return {q: {src: score for src, score, _ in ranked} for q, ranked in rankings.items()}
+    return _as_run(rankings)
 
 
 def dense_rankings(
