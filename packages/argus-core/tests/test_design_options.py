@@ -363,3 +363,42 @@ def test_the_evaluation_search_refuses_a_negative_discount():
     q = np.array([[1.0]], dtype=np.float32)
     with pytest.raises(ArgusInputError, match="view_discount must be a finite number >= 0"):
         dense_run(q, ["q"], q, ["d1"], {}, view_discount=-0.1)
+
+
+def test_corpus_targeting_flags_the_entities_whose_name_misses_their_document(
+    tmp_path, monkeypatch
+):
+    import argus_ir.targeting as tg
+    from argus_ir.pipeline import Argus
+    from argus_ir.testing import SCENARIO
+
+    target = SCENARIO.target
+    monkeypatch.setattr(tg, "DEFAULT_REACH_K", 1)  # a corpus this small: reached = ranked first
+    root, settings = _scenario(tmp_path)
+    data = load_beir(root)
+    result = evaluate(data, remedies=("original",), variants=["focus targeting=corpus"], **settings)
+    cond = result.conditions["focus targeting=corpus"]
+    assert cond.stats["settings"]["targeting"] == "corpus" and cond.stats["settings"]["tau"] == 1.0
+
+    # independently: rank every document for each entity name by brute force
+    argus = Argus(**settings)
+    encoder = argus.diagnoser.encoder
+    docs = [d.index_text for d in data.corpus]
+    ids = [d.id for d in data.corpus]
+    dvec = encoder.embed_documents(docs)
+    dvec = dvec / np.linalg.norm(dvec, axis=1, keepdims=True)
+    expected, best = 0, {}
+    for diagnosis in argus.diagnose(data.corpus):
+        for e in diagnosis.entities:
+            q = encoder.embed_documents([e.surface])[0]
+            order = np.argsort(-(dvec @ (q / np.linalg.norm(q))), kind="stable")
+            rank = [ids[i] for i in order].index(diagnosis.doc_id) + 1
+            expected += rank > 1
+            best[diagnosis.doc_id] = max(best.get(diagnosis.doc_id, 0.0), 1.0 / rank)
+    assert expected > 0
+    assert cond.stats["flagged_entities"] == expected
+    assert result.targeting_scores["corpus"] == pytest.approx(best)
+    gold = result.gold_by_targeting["corpus"]
+    judged = [d for d in ("geo-1", target) if d in best]
+    assert gold["retrieved"]["n"] + gold["missed"]["n"] == len(judged)
+    assert result.to_dict()["gold_rps_by_targeting"]["corpus"] == gold

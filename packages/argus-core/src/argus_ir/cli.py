@@ -355,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="'REMEDY SETTING=V ...'",
         help="one more condition: a remedy with settings of its own, e.g. --variant "
         "'expansion max_views=1 view_discount=0.03' (repeatable; settings: tau, k_aug, "
-        "context_threshold, max_views, view_discount)",
+        "context_threshold, max_views, view_discount, targeting=probe|corpus)",
     )
     p.add_argument(
         "--view-discount",

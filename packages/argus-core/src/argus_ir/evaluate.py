@@ -450,6 +450,17 @@ class EvalResult:
     # what App. E.1 was computed from (max RPS per document, qrels, the original run), so a split
     # gets its own test; not written to results.json
     gold_inputs: tuple[Any, ...] | None = field(default=None, repr=False)
+    # targeting -> document -> highest entity score, for targetings other than the probe; App.
+    # E.1 of each is in gold_by_targeting (recomputed per split)
+    targeting_scores: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+
+    @property
+    def gold_by_targeting(self) -> dict[str, dict[str, Any]]:
+        """App. E.1 of each targeting other than the probe (:data:`TARGETINGS`)."""
+        if self.gold_inputs is None:
+            return {}
+        _, qrels, run = self.gold_inputs
+        return {t: rps_of_gold(s, qrels, run) for t, s in self.targeting_scores.items()}
 
     def split_by(self) -> list[EvalResult]:
         """One result per query split (``load_beir(folder, "dev,test")``), named
@@ -482,9 +493,11 @@ class EvalResult:
                 cname, c.entries, c.index_growth, c.ingest_s, c.llm_calls, c.stats, agg, per_q, sig
             )
         gold = self.gold_rps
-        if self.gold_inputs is not None:
-            max_rps, qrels, run = self.gold_inputs
-            gold = rps_of_gold(max_rps, {q: r for q, r in qrels.items() if q in qids}, run)
+        inputs = self.gold_inputs
+        if inputs is not None:
+            max_rps, qrels, run = inputs
+            inputs = (max_rps, {q: r for q, r in qrels.items() if q in qids}, run)
+            gold = rps_of_gold(*inputs)
         return EvalResult(
             name,
             self.retriever,
@@ -497,7 +510,8 @@ class EvalResult:
             {q: s for q, s in self.query_split.items() if q in qids},
             {c: {q: r for q, r in rk.items() if q in qids} for c, rk in self.rankings.items()},
             self.entries,
-            self.gold_inputs,
+            inputs,
+            self.targeting_scores,
         )
 
     @classmethod
@@ -542,6 +556,7 @@ class EvalResult:
             "queries": self.queries,
             "documents": self.documents,
             "gold_rps": self.gold_rps,
+            "gold_rps_by_targeting": self.gold_by_targeting,
             "notes": self.notes,
             "subset": self.subset,
             "query_split": self.query_split,
@@ -682,9 +697,14 @@ ABLATABLE: dict[str, type] = {
     "context_threshold": float,
     "max_views": int,
     "view_discount": float,
+    "targeting": str,
 }
 """Settings :func:`evaluate` can vary per condition, with their types (``off`` gives ``None``:
-no context check, no view budget)."""
+no context check, no view budget). ``targeting`` is ``probe`` (the diagnoser's predicted RPS at
+``tau``) or ``corpus`` (:mod:`argus_ir.targeting`: an entity is flagged where its own document is
+not in the top 10 for the entity's name, measured on the evaluated index)."""
+
+TARGETINGS = ("probe", "corpus")
 
 _OFF = ("context_threshold", "max_views")
 _FUSION = ("view_discount",)  # query-time settings: the views stay, their folding changes
@@ -696,6 +716,8 @@ def _parse_value(key: str, raw: str, spec: str) -> Any:
         raise ValueError(f"{spec!r}: {key!r} is not a setting; choose from {', '.join(ABLATABLE)}")
     if raw == "off" and key in _OFF:
         return None
+    if key == "targeting" and raw not in TARGETINGS:
+        raise ValueError(f"{spec!r}: targeting is one of {', '.join(TARGETINGS)}, got {raw!r}")
     try:
         return parse(raw)
     except ValueError:
@@ -863,6 +885,7 @@ def evaluate(
         on_condition(result)
 
     diagnoses = None
+    reached = None  # the diagnoses scored by in-corpus reach, once a condition asks for them
     diagnose_s = 0.0
     contexts: dict[float, Any] = {}
     for name, (kind, overrides) in plan.items():
@@ -882,7 +905,9 @@ def evaluate(
             result.gold_inputs = (max_rps, data.qrels, original_run)
             result.gold_rps = rps_of_gold(max_rps, data.qrels, original_run)
         stats = RemedyStats()
-        remedy_overrides = {k: v for k, v in overrides.items() if k != "tau" and k not in _FUSION}
+        remedy_overrides = {
+            k: v for k, v in overrides.items() if k not in ("tau", "targeting", *_FUSION)
+        }
         cond_argus = Argus(**{**settings, **remedy_overrides, "remedy": kind})
         cond_argus._loaded.update(
             {k: v for k, v in argus._loaded.items() if k in ("encoder", "diagnoser", "kb")}
@@ -892,7 +917,17 @@ def evaluate(
             contexts[threshold] = cond_argus._get("context")
         tau = overrides.get("tau")
         discount = float(overrides.get("view_discount", view_discount))
+        targeting = overrides.get("targeting", "probe")
         flagged = diagnoses if tau is None else [d.at_tau(tau) for d in diagnoses]
+        if targeting == "corpus":
+            if reached is None:
+                from argus_ir import targeting as tg
+
+                reached = tg.reach_diagnoses(
+                    diagnoses, base, doc_ids, lambda t: embed(t)[0], k=tg.DEFAULT_REACH_K
+                )
+                result.targeting_scores["corpus"] = dict(tg.max_reach(reached))
+            flagged = reached if tau is None else [d.at_tau(tau) for d in reached]
         t0 = time.perf_counter()
         views = [
             v
@@ -943,7 +978,10 @@ def evaluate(
                 "overrides": overrides,
                 "ingest_estimated": embed.estimated,
                 "settings": {
-                    "tau": argus.diagnoser.tau if tau is None else tau,
+                    "targeting": targeting,
+                    "tau": (argus.diagnoser.tau if targeting == "probe" else 1.0)
+                    if tau is None
+                    else tau,
                     "k_aug": cond_argus.k_aug,
                     "context_threshold": threshold,
                     "max_views": cond_argus.max_views,

@@ -86,7 +86,7 @@ __all__ = [
 ]
 
 ORIGINAL = "original"
-ENTRY_KINDS = (ORIGINAL, "expansion", "merged", "descriptor", "synthesis")
+ENTRY_KINDS = (ORIGINAL, "expansion", "merged", "descriptor", "focus", "synthesis")
 """What an index entry can be: an original document or a view of one remedy."""
 
 LIFTS_RELEVANT = "view lifts relevant"

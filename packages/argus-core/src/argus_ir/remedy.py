@@ -8,6 +8,10 @@
   document) without an LLM.
 - ``descriptor`` (no LLM; beyond the paper): one view of the document with a short KB description
   inserted after the first mention of each flagged entity.
+- ``focus`` (no LLM; beyond the paper): one short view per sentence that mentions flagged
+  entities: the document's opening line, then that sentence with each entity's short KB
+  description after its mention. The view fits the retriever's window whatever the document's
+  length, and it is about the entity in its context rather than the whole document.
 - ``synthesis`` (the paper's KB-guided LLM synthesis): one view written by an LLM with the Fig. 8
   prompt, accepted only when it is the original plus short insertions
   (:func:`argus_ir.synthesis.check_rewrite`); a rejected reply is retried once, then the document
@@ -69,7 +73,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("expansion", "merged", "descriptor", "synthesis")
+KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis")
 DEFAULT_REMEDY = "descriptor"
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
@@ -262,6 +266,74 @@ def descriptor_text(text: str, inserts: Sequence[tuple[EntityRisk, Passage]]) ->
     return "".join(out)
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\s*\n\s*")
+_FOCUS_MAX_WORDS = 80
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence or line of ``text`` (a light splitter, no model)."""
+    spans, last = [], 0
+    for m in _SENTENCE_BREAK.finditer(text):
+        if m.start() > last:
+            spans.append((last, m.start()))
+        last = m.end()
+    if last < len(text):
+        spans.append((last, len(text)))
+    return spans
+
+
+def _describe(passage: Passage) -> str:
+    return passage.description.strip() or _lead_clause(passage.text)
+
+
+def _trim_words(text: str, centre: int, limit: int) -> str:
+    """At most ``limit`` words of ``text``, centred on character offset ``centre``."""
+    words = list(re.finditer(r"\S+", text))
+    if len(words) <= limit:
+        return text
+    at = next((i for i, w in enumerate(words) if w.end() > centre), len(words) - 1)
+    lo = max(0, min(at - limit // 2, len(words) - limit))
+    hi = lo + limit
+    return text[words[lo].start() : words[hi - 1].end()]
+
+
+def focus_texts(
+    text: str, inserts: Sequence[tuple[EntityRisk, Passage]]
+) -> list[tuple[str, list[int]]]:
+    """The focus views of ``text``: one per sentence holding a first mention of an entity.
+
+    Each is the opening sentence (or title line) of the text, then the sentence with
+    `` (description)`` after each entity's first mention, cut to about 80 words around the
+    first of them. Returns ``(view text, indices into inserts)`` in sentence order.
+    """
+    spans = sentence_spans(text)
+    if not spans:
+        return []
+    by_sentence: dict[int, list[int]] = {}
+    for i, (risk, _) in enumerate(inserts):
+        pos = risk.mentions[0].start
+        s = next((j for j, (a, b) in enumerate(spans) if a <= pos < b), len(spans) - 1)
+        by_sentence.setdefault(s, []).append(i)
+    head = text[spans[0][0] : spans[0][1]]
+    out = []
+    for s, members in sorted(by_sentence.items()):
+        a, b = spans[s]
+        descriptions = ((inserts[i][0].mentions[0].end, _describe(inserts[i][1])) for i in members)
+        pieces = sorted((pos, f" ({desc})") for pos, desc in descriptions if desc)
+        body, last = [], a
+        for pos, insert in pieces:
+            pos = min(max(pos, a), b)
+            body += [text[last:pos], insert]
+            last = pos
+        body.append(text[last:b])
+        sentence = _trim_words(
+            "".join(body), inserts[members[0]][0].mentions[0].start - a, _FOCUS_MAX_WORDS
+        )
+        view = sentence if s == 0 else f"{_trim_words(head, 0, _FOCUS_MAX_WORDS // 2)}\n{sentence}"
+        out.append((view, members))
+    return out
+
+
 # (flagged entity, its KB passages after the context check) for one document
 Plan = list[tuple[EntityRisk, list[Passage]]]
 
@@ -371,6 +443,18 @@ def _descriptor_view(
     return View(vid, descriptor_text(text, firsts), lineage)
 
 
+def _focus_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:
+    firsts = [(risk, passages[0]) for risk, passages in plan]
+    fingerprint = settings.fingerprint()
+    views = []
+    for body, members in focus_texts(text, firsts):
+        part = [plan[i] for i in members]
+        lineage = _lineage(doc_id, "focus", part, [firsts[i][1] for i in members])
+        vid = view_id(doc_id, "focus", lineage["argus_entity"], lineage["argus_kb_id"], fingerprint)
+        views.append(View(vid, body, lineage))
+    return views
+
+
 def _token_budget(text: str, n_entities: int) -> int:
     """New tokens a synthesis reply may need: the text (~3 characters per token) plus insertions."""
     return len(text) // 3 + 24 * n_entities + 32
@@ -470,7 +554,9 @@ def plan_remedy(
     """What :func:`apply_remedy` would add, without writing views or calling an LLM (dry run).
 
     Yields ``(document id, views it would get)``; ``stats`` gets the projected counts (``views``,
-    ``no_kb_hit``, ``context_dropped`` and, for synthesis, ``llm_calls`` before any retry).
+    ``no_kb_hit``, ``context_dropped`` and, for synthesis, ``llm_calls`` before any retry). For
+    ``focus`` the count is an upper bound: one view per entity, where entities that share a
+    sentence share a view.
     """
     _check(kind, k_aug, max_views)
     stats = RemedyStats() if stats is None else stats
@@ -478,7 +564,12 @@ def plan_remedy(
         stats.documents += 1
         stats.flagged_entities += len(diagnosis.flagged)
         plan = _plan(diagnosis, kb, k_aug, context, stats, max_views)
-        n = sum(len(ps) for _, ps in plan) if kind == "expansion" else int(bool(plan))
+        if kind == "expansion":
+            n = sum(len(ps) for _, ps in plan)
+        elif kind == "focus":  # one per sentence; without the text, one per entity bounds it
+            n = len(plan)
+        else:
+            n = int(bool(plan))
         if kind == "synthesis":
             stats.llm_calls += n
         stats.views += n
@@ -515,7 +606,7 @@ def apply_remedy(
         documents: ``(id, text)`` pairs, in the order of ``diagnoses``.
         diagnoses: The :class:`~argus_ir.diagnose.Diagnosis` of each document.
         kb: The reference KB.
-        kind: ``"expansion"``, ``"merged"``, ``"descriptor"`` or ``"synthesis"``.
+        kind: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or ``"synthesis"``.
         k_aug: KB passages per flagged entity (the paper's 2).
         context: An optional :class:`ContextCheck` that drops off-topic passages.
         llm: The backend for ``"synthesis"``.
@@ -596,6 +687,8 @@ def _batch(
                 views = [_merged_view(doc_id, text, plan, settings)]
             elif settings.kind == "descriptor":
                 views = [_descriptor_view(doc_id, text, plan, settings)]
+            elif settings.kind == "focus":
+                views = _focus_views(doc_id, text, plan, settings)
             else:
                 views = [synthesised[doc_id]] if doc_id in synthesised else []
         except Exception as exc:  # the original is out; report the failure and go on

@@ -52,7 +52,7 @@ class ArgusTransform(TransformComponent):
     tau: float | None = Field(default=None, description="Flagging threshold (probe's: 0.3).")
     remedy: str = Field(
         default=_ARGUS_DEFAULTS["remedy"],
-        description="expansion, merged, descriptor or synthesis (default: the core's DEFAULT_REMEDY).",
+        description="expansion, merged, descriptor, focus or synthesis (default: the core's DEFAULT_REMEDY).",
     )
     k_aug: int = Field(default=2, description="KB passages per flagged entity.")
     kb: str | None = Field(default=None, description="KB folder or passages file.")
