@@ -131,6 +131,52 @@ def table(results: Path, model: str = "minilm") -> str:
     return "\n".join(lines) + "\n"
 
 
+def headroom(work: Path, shared: Path, model: str = "minilm") -> str:
+    """Where the original index ranks the relevant documents of the entity set, split by whether
+    the document mentions the entity the query names (a view anchored on a mention can only
+    reach the first group). Markdown, one row per split and group."""
+    import numpy as np
+
+    from argus_ir.evaluate import _EmbeddingCache, embed_texts
+    from argus_ir.pipeline import Argus
+
+    data = _load("entity-lists", shared, work)
+    folder = work / "datasets" / "entity-lists"
+    objects = {}
+    for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        objects[row["_id"]] = row["metadata"]["object"].lower()
+    encoder = Argus(retriever=model)._get("encoder")
+    ids = [d.id for d in data.corpus]
+    texts = {d.id: d.index_text.lower() for d in data.corpus}
+    docs, _ = _EmbeddingCache(encoder, False, work / "design-cache" / "vectors")(
+        [d.index_text for d in data.corpus]
+    )
+    docs = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+    qids = sorted(data.queries)
+    queries = embed_texts(encoder, [data.queries[q] for q in qids], False)
+    queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    ranks: dict[tuple[str, bool], list[int]] = {}
+    for qid, scores in zip(qids, queries @ docs.T):
+        order = {ids[j]: r for r, j in enumerate(np.argsort(-scores, kind="stable"), start=1)}
+        for doc, grade in data.qrels.get(qid, {}).items():
+            if grade > 0 and doc in order:
+                key = (data.query_split[qid], objects[qid] in texts[doc])
+                ranks.setdefault(key, []).append(order[doc])
+    lines = [
+        "| split | relevant documents | n | median rank | in top 10 | in top 50 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (split, mentions), values in sorted(ranks.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        arr = np.array(values)
+        group = "mention the query's entity" if mentions else "do not mention it"
+        lines.append(
+            f"| {split} | {group} | {len(arr)} | {np.median(arr):g} | "
+            f"{(arr <= 10).mean():.0%} | {(arr <= 50).mean():.0%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared-data", type=Path, required=True)
@@ -141,9 +187,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--explain", action="store_true", help="also write explain/ reports")
     parser.add_argument("--table", action="store_true", help="only print the table of saved rows")
+    parser.add_argument(
+        "--headroom",
+        action="store_true",
+        help="only print where the original index ranks the entity set's relevant documents",
+    )
     args = parser.parse_args()
     if args.table:
         print(table(args.out, args.model), end="")
+        return
+    if args.headroom:
+        print(headroom(args.work, args.shared_data, args.model), end="")
         return
 
     # every module the run needs, imported now: a long run must not pick up files edited meanwhile

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, collapse, fold_hits, rank_sources
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.errors import ArgusInputError
-from argus_ir.evaluate import evaluate, load_beir, paired_test, parse_variant
+from argus_ir.evaluate import evaluate, load_beir, paired_test, parse_variant, results_markdown
 from argus_ir.kb import Passage, ReferenceKB
 from argus_ir.mentions import Mention
 from argus_ir.remedy import RemedyStats, apply_remedy, plan_remedy
@@ -402,3 +402,5 @@ def test_corpus_targeting_flags_the_entities_whose_name_misses_their_document(
     judged = [d for d in ("geo-1", target) if d in best]
     assert gold["retrieved"]["n"] + gold["missed"]["n"] == len(judged)
     assert result.to_dict()["gold_rps_by_targeting"]["corpus"] == gold
+    if gold["retrieved"]["n"] and gold["missed"]["n"]:
+        assert "targeting=corpus" in results_markdown([result])

@@ -327,6 +327,7 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     from argus_ir.encoder.base import native_bf16
 
     assert c["expansion k_aug=1"].stats["settings"] == {
+        "targeting": "probe",
         "tau": 0.3,
         "k_aug": 1,
         "context_threshold": None,

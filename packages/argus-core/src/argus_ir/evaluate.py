@@ -1151,6 +1151,14 @@ def results_markdown(results: Sequence[EvalResult], metrics: Sequence[str] | Non
                 f"(n = {g['retrieved']['n']}); missed: mean {g['missed']['mean']:.3f} "
                 f"(n = {g['missed']['n']}); Mann-Whitney p = {p:.3g}."
             )
+        for targeting, g in r.gold_by_targeting.items():
+            if g["retrieved"]["n"] and g["missed"]["n"]:
+                p = g.get("mannwhitney_p", float("nan"))
+                lines.append(
+                    f"\n{r.dataset}: the same test for targeting={targeting} (highest entity "
+                    f"score of gold documents): retrieved mean {g['retrieved']['mean']:.3f}, "
+                    f"missed mean {g['missed']['mean']:.3f}; Mann-Whitney p = {p:.3g}."
+                )
     return "\n".join(lines) + "\n"
 
 
