@@ -122,45 +122,20 @@ def _diag(doc_id: str, *surfaces: str) -> Diagnosis:
     return Diagnosis(doc_id, risks, 0.5, np.zeros(2, dtype=np.float32))
 
 
-def test_reach_by_hand():
-    from argus_ir.targeting import max_reach, reach_diagnoses
+def test_max_reach_takes_each_documents_best_entity():
+    from argus_ir.targeting import max_reach
 
-    # four documents on a circle; the name "a" points at 0 degrees, "b" at 90
-    angles = np.radians([0, 30, 60, 90])
-    docs = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    names = {"a": [1.0, 0.0], "b": [0.0, 1.0]}
-
-    def embed(texts):
-        return np.array([names[t] for t in texts])
-
-    diagnoses = [_diag("d0", "a"), _diag("d2", "a", "b"), _diag("d3", "b")]
-    out = reach_diagnoses(diagnoses, docs, ["d0", "d1", "d2", "d3"], embed, k=2)
-    got = {(d.doc_id, e.surface): (e.rps, e.flagged) for d in out for e in d.entities}
-    # "a" ranks d0, d1, d2, d3: d0 is 1st (reach 1), d2 3rd (reach 2/3, flagged)
-    # "b" ranks d3, d2, d1, d0: d3 1st, d2 2nd (both reached)
-    assert got == {
-        ("d0", "a"): (1.0, False),
-        ("d2", "a"): (pytest.approx(2 / 3), True),
-        ("d2", "b"): (1.0, False),
-        ("d3", "b"): (1.0, False),
-    }
-    assert all(d.tau == 1.0 for d in out)
-    assert [e.mentions for d in out for e in d.entities] == [
-        e.mentions for d in diagnoses for e in d.entities
-    ]
-    assert max_reach(out) == {"d0": 1.0, "d2": 1.0, "d3": 1.0}
-    # a larger k reaches d2 by "a" as well
-    wide = reach_diagnoses(diagnoses, docs, ["d0", "d1", "d2", "d3"], embed, k=3)
-    assert not any(e.flagged for d in wide for e in d.entities)
-
-
-def test_reach_refuses_a_document_outside_the_index():
-    from argus_ir.targeting import reach_diagnoses
-
-    with pytest.raises(ValueError, match="not in the index"):
-        reach_diagnoses([_diag("zz", "a")], np.eye(2), ["d0", "d1"], lambda t: np.eye(2)[:1])
-    with pytest.raises(ValueError, match="k must be"):
-        reach_diagnoses([], np.eye(2), ["d0", "d1"], lambda t: t, k=0)
+    d = _diag("d", "a", "b")
+    scored = Diagnosis(
+        "d",
+        tuple(
+            EntityRisk(e.surface, e.label, r, r < 1, e.mentions)
+            for e, r in zip(d.entities, (0.25, 0.5))
+        ),
+        1.0,
+        d.doc_vector,
+    )
+    assert max_reach([scored, _diag("empty")]) == {"d": 0.5}
 
 
 def test_targeting_variant_is_checked():
@@ -169,3 +144,40 @@ def test_targeting_variant_is_checked():
     assert parse_variant("focus targeting=corpus")[2] == {"targeting": "corpus"}
     with pytest.raises(ValueError, match="targeting is one of"):
         parse_variant("focus targeting=oracle")
+
+
+def _diag_at(doc_id: str, angle: float, *surfaces: str) -> Diagnosis:
+    d = _diag(doc_id, *surfaces)
+    vec = np.array([np.cos(np.radians(angle)), np.sin(np.radians(angle))], dtype=np.float32)
+    return Diagnosis(d.doc_id, d.entities, d.tau, vec)
+
+
+def test_corpus_reach_against_a_pool_by_hand():
+    from argus_ir.targeting import CorpusReach
+
+    names = {"a": [1.0, 0.0], "b": [0.0, 1.0]}
+    calls: list[list[str]] = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return np.array([names[t] for t in texts])
+
+    reach = CorpusReach(embed, k=1, pool_size=3)
+    pool = [_diag_at("p0", 0), _diag_at("p1", 30), _diag_at("p2", 60)]
+    reach.add(pool[:2])
+    assert not reach.full
+    reach.add([*pool[2:], _diag_at("late", 10)])  # the pool keeps the first three only
+    assert reach.full
+    out = reach.score([_diag_at("x", 45, "a", "b"), _diag_at("p1", 30, "a")])
+    got = {(d.doc_id, e.surface): round(e.rps, 6) for d in out for e in d.entities}
+    # "a" at 0 degrees: x (45) ranks after p0 (0) and p1 (30): rank 3, reach 1/3;
+    # "b" at 90 degrees: only p2 (60) is closer than x: rank 2, reach 1/2;
+    # p1 for "a" competes with p0 and p2, not with itself: rank 2, reach 1/2
+    assert got == {("x", "a"): round(1 / 3, 6), ("x", "b"): 0.5, ("p1", "a"): 0.5}
+    assert all(e.flagged for d in out for e in d.entities)
+    assert sum(len(c) for c in calls) == 2  # each name embedded once
+    wide = CorpusReach(embed, k=3, pool_size=3)
+    wide.add(pool)
+    assert not any(e.flagged for d in wide.score([_diag_at("x", 45, "a")]) for e in d.entities)
+    with pytest.raises(ValueError, match="pool is empty"):
+        CorpusReach(embed).score([_diag_at("x", 45, "a")])

@@ -164,3 +164,50 @@ def test_a_killed_cli_run_resumes_to_the_uninterrupted_output(shared_data, tmp_p
     )
     assert f"resuming an interrupted run after {done} documents" in resumed.stderr
     assert _outputs(out) == _outputs(reference)
+
+
+def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
+    shared_data, tmp_path, monkeypatch
+):
+    import numpy as np
+
+    import argus_ir.targeting as tg
+    from argus_ir import Argus
+
+    monkeypatch.setattr(tg, "DEFAULT_REACH_POOL", 20)
+    monkeypatch.setattr(tg, "DEFAULT_REACH_K", 2)  # a pool this small: reached = top 2
+    argus = Argus(remedy="descriptor", batch_size=16, targeting="corpus").load()
+    reference = tmp_path / "reference.jsonl"
+    good = _corpus(shared_data, tmp_path / "good.jsonl", 60)
+    augment_file(argus, good, reference)
+
+    # independently: each entity name against the first 20 documents' vectors, by brute force
+    diagnoses = list(argus.diagnose(iter_corpus(good)))
+    pool = np.stack([d.doc_vector for d in diagnoses[:20]])
+    pool = pool / np.linalg.norm(pool, axis=1, keepdims=True)
+    encoder = argus.diagnoser.encoder
+    expected = {}
+    for i, d in enumerate(diagnoses):
+        flagged = []
+        for e in d.entities:
+            q = encoder.embed_documents([e.surface])[0]
+            q = q / np.linalg.norm(q)
+            own = float(q @ (d.doc_vector / np.linalg.norm(d.doc_vector)))
+            others = np.delete(pool @ q, i) if i < 20 else pool @ q
+            if 1 + int(np.count_nonzero(others > own)) > tg.DEFAULT_REACH_K:
+                flagged.append(e.surface)
+        expected[d.doc_id] = flagged
+    stats = json.loads(reference.with_name("reference.jsonl.stats.json").read_text("utf-8"))
+    got = {row["id"]: [f["surface"] for f in row["flagged"]] for row in stats["documents"]}
+    assert got == expected and sum(map(len, expected.values())) >= 10
+    assert stats["settings"]["targeting"] == "corpus"
+
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 60, bad_at=50)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(ArgusInputError):
+        augment_file(argus, corpus, out)
+    assert json.loads(checkpoint_path(out).read_text("utf-8"))["documents_done"] == 48
+    _corpus(shared_data, corpus, 60)
+    summary = augment_file(argus, corpus, out)
+    assert summary.resumed_from == 48
+    assert out.read_bytes() == reference.read_bytes()  # the pool came back from the start

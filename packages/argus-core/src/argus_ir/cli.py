@@ -18,9 +18,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from argus_ir.errors import ArgusError
+from argus_ir.errors import ArgusError, ArgusInputError
 from argus_ir.remedy import DEFAULT_REMEDY
 from argus_ir.remedy import KINDS as REMEDIES
+from argus_ir.targeting import DEFAULT_TARGETING, TARGETINGS
 
 if TYPE_CHECKING:
     from argus_ir.audit import AuditResult
@@ -114,6 +115,14 @@ def _remedy_options(p: argparse.ArgumentParser) -> None:
         help="at most N views per document, riskiest entities first ('off': no budget, the "
         "default)",
     )
+    p.add_argument(
+        "--targeting",
+        choices=TARGETINGS,
+        default=DEFAULT_TARGETING,
+        help="which entities get views: 'probe' (predicted RPS below --tau, the paper's) or "
+        "'corpus' (the document is not in the top 10 for the entity's name among the first 800 "
+        f"documents; no probe) (default: {DEFAULT_TARGETING})",
+    )
     p.add_argument("--probe", default=None, help="probe folder (default: shipped for --model/--k)")
     p.add_argument("--k", type=int, default=10, help="budget of the shipped probe (10 or 50)")
     p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
@@ -144,6 +153,7 @@ def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
         "kb": args.kb,
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
+        "targeting": args.targeting,
         "llm": args.llm,
         "ner_model": args.ner_model,
         "backend": args.backend,
@@ -800,6 +810,12 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
     if args.out is None and not args.dry_run:
         raise ArgusError("--out is required (or pass --dry-run)")
+    if args.engine == "ray" and args.targeting == "corpus":
+        raise ArgusInputError(
+            "--targeting corpus measures each document against the first documents of the "
+            "whole corpus, which Ray's blocks do not share; use --engine local (or "
+            "--targeting probe)"
+        )
     argus = Argus(
         **_argus_settings(args),
         remedy=args.remedy,
@@ -816,6 +832,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         "kb": args.kb or "default",
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
+        "targeting": args.targeting,
         "llm": args.llm if args.remedy == "synthesis" else None,
     }
     if args.engine == "ray":

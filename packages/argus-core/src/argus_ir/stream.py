@@ -241,8 +241,20 @@ def _run(
     stats = RemedyStats.from_dict(state["stats"])
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
+        # a resumed run with in-corpus targeting refills the reach pool from the corpus's start
+        pool = iter_corpus(corpus) if done and argus.targeting == "corpus" else None
         _write_batches(
-            argus, docs, partial, rows_file, ckpt_file, state, stats, total, digest, show_progress
+            argus,
+            docs,
+            partial,
+            rows_file,
+            ckpt_file,
+            state,
+            stats,
+            total,
+            digest,
+            show_progress,
+            pool,
         )
     except BaseException:
         if not ckpt_file.is_file():  # not one batch finished: nothing to resume from
@@ -269,6 +281,7 @@ def _write_batches(
     total: int | None,
     digest: str,
     show_progress: bool | None,
+    pool: Iterator[Document] | None = None,
 ) -> None:
     done = int(state["documents_done"])
     with (
@@ -276,7 +289,7 @@ def _write_batches(
         _reopen(rows_file, int(state["rows_bytes"]), ckpt_file) as rows_fh,
     ):
         batches = argus.process_batches(
-            docs, stats=stats, show_progress=show_progress, total=total, done=done
+            docs, stats=stats, show_progress=show_progress, total=total, done=done, pool=pool
         )
         for batch in batches:
             for doc, diagnosis, views in batch:

@@ -1,13 +1,14 @@
 """In-corpus targeting (beyond the paper): flag an entity where its own document cannot be reached
-by the entity's name, measured on the index itself, with no probe.
+by the entity's name, measured against the user's corpus, with no probe.
 
-For every distinct surface form ``s`` of a corpus, the retriever embeds ``s`` as a query and ranks
-the whole corpus; a document that mentions ``s`` is reached by it when it is among the top ``k``.
-The entity's score in that document is its *reach*, ``min(1, k / rank)``: 1 inside the top ``k``,
-falling as the document sinks. A mention is flagged when its reach is below 1, i.e. when the
-document is not in the name's top ``k``. This measures on the user's own corpus what the probe
-predicts from an embedding (RPS), so it works with any embedding function; it needs the corpus
-vectors first, which a streaming ingest does not have.
+The first :data:`DEFAULT_REACH_POOL` documents of the corpus form a pool (their vectors from the
+diagnosis pass). For every entity of a document, the retriever embeds the entity's surface form as
+a query and ranks the document among the pool (itself left out of it); the entity's *reach* is
+``min(1, k / rank)``: 1 when the document is in the top ``k``, falling as it sinks. A mention is
+flagged when its reach is below 1. This measures on the user's own documents what the probe
+predicts from an embedding (RPS, whose neutral pool also holds 800 documents), so it works with any
+embedding function. A streaming ingest holds its first batches back until the pool is full
+(:meth:`argus_ir.pipeline.Argus.process_batches`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,20 @@ import numpy as np
 
 from argus_ir.diagnose import Diagnosis
 
-__all__ = ["DEFAULT_REACH_K", "max_reach", "reach_diagnoses"]
+__all__ = [
+    "DEFAULT_REACH_K",
+    "DEFAULT_REACH_POOL",
+    "DEFAULT_TARGETING",
+    "TARGETINGS",
+    "CorpusReach",
+    "max_reach",
+]
+
+TARGETINGS = ("probe", "corpus")
+"""How entities are chosen for views: ``probe`` (the diagnoser's predicted RPS below τ, the
+paper's) or ``corpus`` (:class:`CorpusReach`: the document is not in the top k for the entity's
+name among a pool of the corpus)."""
+DEFAULT_TARGETING = "probe"
 
 DEFAULT_REACH_K = 10
 """A document counts as reached by an entity name when it is in the name's top 10."""
@@ -31,66 +45,88 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.where(norms == 0, 1.0, norms)
 
 
-def reach_diagnoses(
-    diagnoses: Sequence[Diagnosis],
-    doc_vectors: np.ndarray,
-    doc_ids: Sequence[str],
-    embed: Callable[[list[str]], np.ndarray],
-    *,
-    k: int = DEFAULT_REACH_K,
-    chunk: int = 256,
-) -> list[Diagnosis]:
-    """The same diagnoses with every entity's score replaced by its in-corpus reach.
-
-    Args:
-        diagnoses: Diagnoses of (a subset of) the corpus; their mentions are kept as they are.
-        doc_vectors: ``(n, dim)`` vectors of the whole corpus, the index the reach is measured in.
-        doc_ids: The id of each row of ``doc_vectors``.
-        embed: Texts -> ``(m, dim)`` query vectors of the same retriever.
-        k: The cut-off: reached means ranked in the top ``k`` for the name.
-        chunk: Names ranked per matrix product.
-
-    Returns:
-        One diagnosis per input, ``tau = 1.0``, each entity's ``rps`` its reach and ``flagged``
-        true where the reach is below 1.
-
-    Raises:
-        ValueError: ``k < 1``, rows and ids of different lengths, or a diagnosed document that is
-            not in ``doc_ids``.
-    """
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    if len(doc_vectors) != len(doc_ids):
-        raise ValueError(f"{len(doc_vectors)} document vectors but {len(doc_ids)} ids")
-    row = {doc_id: i for i, doc_id in enumerate(doc_ids)}
-    missing = [d.doc_id for d in diagnoses if d.doc_id not in row]
-    if missing:
-        raise ValueError(f"diagnosed documents not in the index: {missing[:5]}")
-    pairs: dict[str, list[int]] = {}  # surface -> rows of the documents that mention it
-    for d in diagnoses:
-        for e in d.entities:
-            pairs.setdefault(e.surface, []).append(row[d.doc_id])
-    surfaces = list(pairs)
-    docs = _unit(doc_vectors)
-    reach: dict[tuple[str, int], float] = {}
-    for start in range(0, len(surfaces), chunk):
-        names = surfaces[start : start + chunk]
-        scores = _unit(embed(names)) @ docs.T  # (names, corpus)
-        for name, s in zip(names, scores):
-            for r in pairs[name]:
-                rank = int(np.count_nonzero(s > s[r])) + 1
-                reach[(name, r)] = min(1.0, k / rank)
-    out = []
-    for d in diagnoses:
-        r = row[d.doc_id]
-        entities = tuple(
-            replace(e, rps=reach[(e.surface, r)], flagged=reach[(e.surface, r)] < 1.0)
-            for e in d.entities
-        )
-        out.append(replace(d, entities=entities, tau=1.0))
-    return out
-
-
 def max_reach(diagnoses: Sequence[Diagnosis]) -> Mapping[str, float]:
     """Document id -> highest reach over its entities (App. E.1's input for this targeting)."""
     return {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities}
+
+
+DEFAULT_REACH_POOL = 800
+"""Documents the reach is measured against when the corpus streams by: the first 800 seen (the
+size of the paper's neutral pool for RPS)."""
+
+
+class CorpusReach:
+    """In-corpus targeting for a corpus that streams by in batches.
+
+    The pool is the first ``pool_size`` documents seen (their diagnosis vectors); a document's
+    reach for an entity is ``min(1, k / rank)`` where ``rank`` places the document among the pool
+    (itself left out of it) for a query of the entity's name. Until the pool is full a caller holds
+    its batches back (:attr:`full`); a corpus smaller than the pool is its own pool.
+
+    Args:
+        embed: Texts -> query vectors of the retriever that made the diagnoses' vectors.
+        k: Reached means ranked in the top ``k``.
+        pool_size: Documents in the pool.
+    """
+
+    def __init__(
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        *,
+        k: int = DEFAULT_REACH_K,
+        pool_size: int = DEFAULT_REACH_POOL,
+    ) -> None:
+        if k < 1 or pool_size < 1:
+            raise ValueError(f"k and pool_size must be at least 1, got {k} and {pool_size}")
+        self.embed = embed
+        self.k = k
+        self.pool_size = pool_size
+        self._ids: list[str] = []
+        self._rows: list[np.ndarray] = []
+        self._names: dict[str, np.ndarray] = {}
+
+    @property
+    def full(self) -> bool:
+        return len(self._ids) >= self.pool_size
+
+    def add(self, diagnoses: Sequence[Diagnosis]) -> None:
+        """Take documents into the pool until it is full."""
+        for d in diagnoses:
+            if self.full:
+                return
+            self._ids.append(d.doc_id)
+            self._rows.append(np.asarray(d.doc_vector, dtype=np.float32))
+
+    def _name_vectors(self, names: list[str]) -> np.ndarray:
+        new = [n for n in dict.fromkeys(names) if n not in self._names]
+        if new:
+            if len(self._names) > 200_000:  # a long stream: forget the names of old batches
+                self._names.clear()
+            self._names.update(zip(new, _unit(self.embed(new))))
+        return np.stack([self._names[n] for n in names]) if names else np.zeros((0, 1))
+
+    def score(self, diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
+        """The diagnoses with each entity scored by its reach and flagged below 1 (``tau = 1``)."""
+        if not self._ids:
+            raise ValueError("the reach pool is empty: add documents before scoring")
+        pool = _unit(np.stack(self._rows))
+        position = {doc_id: i for i, doc_id in enumerate(self._ids)}
+        out = []
+        for d in diagnoses:
+            names = [e.surface for e in d.entities]
+            if not names:
+                out.append(replace(d, tau=1.0))
+                continue
+            queries = self._name_vectors(names)
+            own = queries @ _unit(np.asarray(d.doc_vector, dtype=np.float32)[None, :])[0]
+            scores = queries @ pool.T
+            at = position.get(d.doc_id)
+            if at is not None:
+                scores[:, at] = -np.inf  # a document does not compete with itself
+            ranks = 1 + np.count_nonzero(scores > own[:, None], axis=1)
+            reach = np.minimum(1.0, self.k / ranks)
+            entities = tuple(
+                replace(e, rps=float(r), flagged=bool(r < 1.0)) for e, r in zip(d.entities, reach)
+            )
+            out.append(replace(d, entities=entities, tau=1.0))
+        return out
