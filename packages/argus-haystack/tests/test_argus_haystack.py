@@ -334,3 +334,20 @@ def test_yaml_round_trip_keeps_view_discount_and_max_views():
     legacy = ArgusCollapser(top_k=3).to_dict()  # a YAML written before view_discount existed
     del legacy["init_parameters"]["view_discount"]
     assert ArgusCollapser.from_dict(legacy).view_discount == DEFAULT_VIEW_DISCOUNT
+
+
+def test_corpus_targeting_reaches_argus_and_round_trips():
+    default = inspect.signature(ArgusAugmenter.__init__).parameters["targeting"].default
+    assert default is Argus.__dataclass_fields__["targeting"].default
+    docs = [Document(id=doc_id, content=text) for doc_id, text in SCENARIO.documents]
+    probe = ArgusAugmenter(progress_bar=False, **SCENARIO.settings).run(documents=docs)
+    assert probe["stats"]["views"] > 0
+    augmenter = ArgusAugmenter(progress_bar=False, targeting="corpus", **SCENARIO.settings)
+    # fewer than eleven documents: each is in the top 10 for any name, so nothing is flagged
+    out = augmenter.run(documents=docs)
+    assert out["stats"]["views"] == 0 and len(out["documents"]) == len(docs)
+    data = augmenter.to_dict()
+    assert data["init_parameters"]["targeting"] == "corpus"
+    assert ArgusAugmenter.from_dict(data)._argus.targeting == "corpus"
+    with pytest.raises(ValueError, match="targeting"):
+        ArgusAugmenter(targeting="oracle")

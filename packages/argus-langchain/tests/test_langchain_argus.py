@@ -269,3 +269,20 @@ def test_a_bad_max_views_is_refused_when_set():
     with pytest.raises(ValueError, match="max_views"):
         transformer.max_views = 0
     assert transformer.max_views == 2 and transformer.argus is facade  # nothing changed
+
+
+def test_corpus_targeting_reaches_argus():
+    assert (
+        ArgusDocumentTransformer.model_fields["targeting"].default
+        is Argus.__dataclass_fields__["targeting"].default
+    )
+    docs = [Document(page_content=text, id=doc_id) for doc_id, text in SCENARIO.documents]
+    probe = ArgusDocumentTransformer(**SCENARIO.settings).transform_documents(docs)
+    assert any(_is_view(d) for d in probe)
+    corpus = ArgusDocumentTransformer(**SCENARIO.settings, targeting="corpus")
+    assert corpus.argus.settings_card()["targeting"] == "corpus"
+    # fewer than eleven documents: each is in the top 10 for any name, so nothing is flagged
+    out = corpus.transform_documents(docs)
+    assert [d.id for d in out] == [d.id for d in docs]
+    with pytest.raises(ValueError, match="targeting"):
+        ArgusDocumentTransformer(targeting="oracle")

@@ -350,3 +350,19 @@ def test_the_ingestion_cache_misses_when_max_views_changes():
     budgeted = Counting(**SCENARIO.settings, max_views=1)
     out = IngestionPipeline(transformations=[budgeted], cache=cache).run(documents=docs)
     assert (first.calls, budgeted.calls) == (1, 1) and len(out) == 2 < len(full)
+
+
+def test_corpus_targeting_reaches_argus_and_the_cache_key():
+    assert (
+        ArgusTransform.model_fields["targeting"].default
+        is Argus.__dataclass_fields__["targeting"].default
+    )
+    nodes = [Document(id_=doc_id, text=text) for doc_id, text in SCENARIO.documents]
+    assert len(ArgusTransform(**SCENARIO.settings)(list(nodes))) > len(nodes)
+    transform = ArgusTransform(**SCENARIO.settings, targeting="corpus")
+    assert transform.argus.targeting == "corpus"
+    # fewer than eleven nodes: each is in the top 10 for any name, so nothing is flagged
+    assert [n.id_ for n in transform(list(nodes))] == [n.id_ for n in nodes]
+    assert transform.to_dict()["targeting"] == "corpus"
+    with pytest.raises(ValueError, match="targeting"):
+        ArgusTransform(targeting="oracle")

@@ -51,6 +51,9 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     context_threshold: float | None = None
     max_views: int | None = _ARGUS_DEFAULTS["max_views"]
     """At most this many views per document, riskiest entities first (``None``: no budget)."""
+    targeting: str = _ARGUS_DEFAULTS["targeting"]
+    """Which entities get views: ``"probe"`` (predicted RPS below ``tau``) or ``"corpus"`` (the
+    document is not in the top 10 for the entity's name among the first 800 documents given)."""
     llm: str | None = None
     prompt_version: str = PROMPT_VERSION
     ner_model: str | None = None

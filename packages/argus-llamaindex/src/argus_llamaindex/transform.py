@@ -62,6 +62,11 @@ class ArgusTransform(TransformComponent):
         default=_ARGUS_DEFAULTS["max_views"],
         description="At most this many views per document, riskiest entities first (None: all).",
     )
+    targeting: str = Field(
+        default=_ARGUS_DEFAULTS["targeting"],
+        description="Which entities get views: probe (predicted RPS below tau) or corpus (the "
+        "document misses the top 10 for the entity's name among the first 800 nodes).",
+    )
     llm: str | None = Field(default=None, description="Synthesis backend spec.")
     prompt_version: str = Field(default=PROMPT_VERSION, description="Synthesis prompt.")
     ner_model: str | None = Field(default=None, description="spaCy pipeline for mentions.")

@@ -50,6 +50,7 @@ class ArgusAugmenter:
         kb: str | None = None,
         context_threshold: float | None = None,
         max_views: int | None = _ARGUS_DEFAULTS["max_views"],
+        targeting: str = _ARGUS_DEFAULTS["targeting"],
         llm: str | None = None,
         prompt_version: str = PROMPT_VERSION,
         ner_model: str | None = None,
@@ -73,6 +74,9 @@ class ArgusAugmenter:
         :param context_threshold: Drop KB passages less similar than this to the document.
         :param max_views: At most this many views per document, riskiest entities first (``None``:
             no budget).
+        :param targeting: Which entities get views: ``"probe"`` (predicted RPS below ``tau``) or
+            ``"corpus"`` (the document is not in the top 10 for the entity's name among the first
+            800 documents of the run).
         :param llm: The synthesis backend spec (``"transformers"``, ``"openai:URL[@MODEL]"``...).
         :param prompt_version: The synthesis prompt.
         :param ner_model: spaCy pipeline for mentions.
@@ -93,6 +97,7 @@ class ArgusAugmenter:
         self.kb = kb
         self.context_threshold = context_threshold
         self.max_views = max_views
+        self.targeting = targeting
         self.llm = llm
         self.prompt_version = prompt_version
         self.ner_model = ner_model
@@ -116,6 +121,7 @@ class ArgusAugmenter:
             "kb": self.kb,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
+            "targeting": self.targeting,
             "llm": self.llm,
             "prompt_version": self.prompt_version,
             "ner_model": self.ner_model,
