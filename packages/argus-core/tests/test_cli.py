@@ -329,7 +329,11 @@ def test_augment_writes_originals_views_and_stats(tmp_path, capsys):
         **AUGMENT_CORPUS[0],
         "metadata": {"argus_source_id": "d1", "argus_view": "original"},
     }
-    assert rows[-1]["text"] == "" and rows[-1]["_id"] == "d3"  # a null text passes through as ""
+    # a null text is diagnosed as "" and written back as read
+    assert rows[-1] == {
+        **AUGMENT_CORPUS[2],
+        "metadata": {"argus_source_id": "d3", "argus_view": "original"},
+    }
     views = [r for r in rows if r["metadata"]["argus_view"] == "expansion"]
     assert len(views) == 2 and [r["_id"] for r in rows[:3]] == ["d1"] + [v["_id"] for v in views]
     for view in views:

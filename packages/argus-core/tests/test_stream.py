@@ -211,3 +211,59 @@ def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
     summary = augment_file(argus, corpus, out)
     assert summary.resumed_from == 48
     assert out.read_bytes() == reference.read_bytes()  # the pool came back from the start
+
+
+def _rich_corpus(shared_data: Path, path: Path, n: int) -> list[dict]:
+    """MS MARCO passages with keys of their own: an id under "id", extra fields, metadata."""
+    with open(shared_data / "beir" / "msmarco5k" / "corpus.jsonl", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in islice(fh, n)]
+    out = [
+        {"id": r["_id"], "text": r["text"], "url": f"https://x/{i}", "metadata": {"lang": "en"}}
+        for i, r in enumerate(rows)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+    return out
+
+
+def test_originals_are_written_back_as_read_with_lineage_added(argus, shared_data, tmp_path):
+    rows = _rich_corpus(shared_data, tmp_path / "c.jsonl", 24)
+    out = tmp_path / "out.jsonl"
+    summary = augment_file(argus, tmp_path / "c.jsonl", out)
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    originals = [r for r in written if r["metadata"]["argus_view"] == "original"]
+    assert len(originals) == 24
+    for row, got in zip(rows, originals):
+        lineage = {"argus_source_id": row["id"], "argus_view": "original"}
+        assert got == {**row, "metadata": {**row["metadata"], **lineage}}
+        assert list(got) == list(row)  # the keys in their order, nothing added but lineage
+    views = [r for r in written if r["metadata"]["argus_view"] != "original"]
+    assert len(views) == summary.stats.views > 0
+    assert all(v["metadata"]["lang"] == "en" for v in views)  # the original's metadata kept
+
+
+def test_augmenting_an_augmented_corpus_changes_nothing(argus, shared_data, tmp_path):
+    first = tmp_path / "first.jsonl"
+    augment_file(argus, _corpus(shared_data, tmp_path / "c.jsonl", 30), first)
+    second = tmp_path / "second.jsonl"
+    summary = augment_file(argus, first, second)
+    assert second.read_bytes() == first.read_bytes()  # no views of views, no relabelled views
+    records = len(first.read_text("utf-8").splitlines())
+    assert summary.stats.passed_through == records and summary.stats.views == 0
+    assert all(line.count("#argus-") <= 1 for line in second.read_text("utf-8").splitlines())
+
+
+def test_a_corpus_without_any_text_field_is_refused_with_the_fields_it_has(argus, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"d{i}", "blurb": "Lyon is a city."}) + "\n" for i in range(3))
+    )
+    with pytest.raises(
+        ArgusInputError,
+        match=r"c\.jsonl: none of the first 3 records has a "
+        r"text field \(looked for 'text' or .*; the records have '_id', 'blurb'\)",
+    ):
+        augment_file(argus, corpus, tmp_path / "out.jsonl")
+    body = tmp_path / "body.jsonl"
+    body.write_text(json.dumps({"_id": "d0", "body": "Niels Bohr visited Lucknow."}) + "\n")
+    (doc,) = list(iter_corpus(body))
+    assert doc.text == "Niels Bohr visited Lucknow." and doc.record["body"] == doc.text

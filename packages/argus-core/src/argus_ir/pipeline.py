@@ -23,6 +23,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from argus_ir.diagnose import Diagnoser, Diagnosis
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
@@ -74,7 +76,8 @@ def as_documents(documents: Iterable[DocumentLike]) -> Iterator[Document]:
             text = ""
         if not isinstance(text, str) or not isinstance(title, str):
             raise ArgusInputError(f"document {doc_id!r}: text is {type(text).__name__}, not str")
-        yield Document(str(doc_id), text, f"position {pos}", title)
+        record = dict(doc) if isinstance(doc, Mapping) else {}
+        yield Document(str(doc_id), text, f"position {pos}", title, record)
 
 
 @dataclass
@@ -304,7 +307,14 @@ class Argus:
                 bar.update(len(batch))
 
     def _diagnose(self, batch: list[Document]) -> list[Diagnosis]:
-        return self.diagnoser.diagnose([d.index_text for d in batch], [d.id for d in batch])
+        """Diagnoses in batch order; a record of an earlier run's output gets an empty one."""
+        todo = [d for d in batch if not _earlier_output(d)]
+        done = self.diagnoser.diagnose([d.index_text for d in todo], [d.id for d in todo])
+        by_id = {d.doc_id: d for d in done}
+        if len(by_id) == len(batch):
+            return done
+        empty = np.zeros(0, dtype=np.float32)
+        return [by_id.get(d.id) or Diagnosis(d.id, (), self.diagnoser.tau, empty) for d in batch]
 
     def diagnose(self, documents: Iterable[DocumentLike]) -> Iterator[Diagnosis]:
         """Diagnose documents batch by batch (yields one :class:`Diagnosis` per document)."""
@@ -359,9 +369,16 @@ class Argus:
         stats = RemedyStats() if stats is None else stats
         batches = self._batches(documents, show_progress, total=total, done=done)
         for batch, diagnoses in self._targeted(batches, pool):
+            # records of an earlier run's output pass through as read: no views of views, and no
+            # second set of views for an original that already has its own
+            todo = [
+                (doc, d)
+                for doc, d in zip(batch, diagnoses, strict=True)
+                if not _earlier_output(doc)
+            ]
             views = apply_remedy(
-                [(d.id, d.index_text) for d in batch],
-                diagnoses,
+                [(doc.id, doc.index_text) for doc, _ in todo],
+                [d for _, d in todo],
                 self._get("kb"),
                 kind=self.remedy,
                 k_aug=self.k_aug,
@@ -375,6 +392,10 @@ class Argus:
             grouped: dict[str, list[View]] = {}
             for view in views:
                 grouped.setdefault(view.source_id, []).append(view)
+            for doc in batch:
+                if _earlier_output(doc):
+                    grouped[doc.id] = [View(doc.id, doc.text, doc.metadata)]
+                    stats.passed_through += 1
             yield [
                 (doc, diagnosis, grouped[doc.id])
                 for doc, diagnosis in zip(batch, diagnoses, strict=True)
@@ -448,6 +469,11 @@ class Argus:
             )
             for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
                 yield diagnosis, n
+
+
+def _earlier_output(doc: Document) -> bool:
+    """Whether a record was written by an earlier run (it carries argus lineage in its metadata)."""
+    return "argus_view" in doc.metadata
 
 
 def _folder_hash(folder: Path) -> str:

@@ -71,20 +71,22 @@ class ArgusBatchAugmenter:
         import pyarrow as pa
 
         stats = RemedyStats()
-        rows: list[dict[str, Any]] = []
+        pairs: list[tuple[Any, Any]] = []
         entries = self.argus.process_batches(as_documents(batch.to_pylist()), stats=stats)
         for part in entries:
             for doc, _, views in part:
-                rows.extend(view_record(doc, view) for view in views)
+                pairs.extend((doc, view) for view in views)
         failed = dict(stats.failures)
         columns: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
-        for row in rows:
-            columns["_id"].append(row["_id"])
-            columns["title"].append(row["title"])
-            columns["text"].append(row["text"])
+        for doc, view in pairs:
+            row = view_record(doc, view)
+            itself = view.id == doc.id
+            columns["_id"].append(view.id)
+            columns["title"].append(doc.title if itself else "")
+            columns["text"].append(doc.text if itself else view.text)
             columns["metadata"].append(json.dumps(row["metadata"], ensure_ascii=False))
-            original = row["metadata"]["argus_view"] == "original"
-            columns["argus_failure"].append(failed.get(row["_id"]) if original else None)
+            original = row["metadata"].get("argus_view") == "original"
+            columns["argus_failure"].append(failed.get(view.id) if original else None)
         return pa.table(columns, schema=output_schema())
 
 

@@ -124,6 +124,9 @@ class RemedyStats:
         fallback_reasons: ``(document id, reason)`` for each fallback.
         failures: ``(document id, error)`` for documents whose views could not be built (their
             originals still passed through).
+        passed_through: Input records an earlier run wrote (they carry ``argus_view`` in their
+            metadata: its originals and views), written back as read: no diagnosis, no views of
+            views.
     """
 
     documents: int = 0
@@ -136,6 +139,7 @@ class RemedyStats:
     llm_retries: int = 0
     llm_unchanged: int = 0
     fallbacks: int = 0
+    passed_through: int = 0
     fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
 

@@ -33,6 +33,7 @@ from typing import IO, Any
 from argus_ir._io import atomic_path
 from argus_ir.diagnose import Diagnosis
 from argus_ir.errors import ArgusInputError
+from argus_ir.integration import ARGUS_KEYS
 from argus_ir.loaders import Document, iter_documents
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
@@ -104,10 +105,26 @@ def count_records(path: str | os.PathLike[str]) -> int | None:
 
 
 def view_record(doc: Document, view: View) -> dict[str, Any]:
-    """One output line: the original with its own title and text, or a view, with lineage."""
-    if view.is_original:
-        return {"_id": view.id, "title": doc.title, "text": doc.text, "metadata": view.metadata}
-    return {"_id": view.id, "title": "", "text": view.text, "metadata": view.metadata}
+    """One output line.
+
+    The document itself (an original, or a view of an earlier run passed through) is its record as
+    read, every key kept, with its lineage merged into the record's ``metadata``; a new view is
+    ``_id``, an empty title, its text, and the original's metadata (less any lineage) plus its own.
+    """
+    own = doc.metadata
+    if view.id == doc.id:
+        if not doc.record:  # built in memory, not read from a file
+            return {"_id": doc.id, "title": doc.title, "text": doc.text, "metadata": view.metadata}
+        record = dict(doc.record)
+        record["metadata"] = {**own, **view.metadata}
+        return record
+    inherited = {k: v for k, v in own.items() if k not in ARGUS_KEYS}
+    return {
+        "_id": view.id,
+        "title": "",
+        "text": view.text,
+        "metadata": {**inherited, **view.metadata},
+    }
 
 
 def _doc_row(diagnosis: Diagnosis, views: int) -> dict[str, Any]:

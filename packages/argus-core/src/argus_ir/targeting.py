@@ -94,6 +94,8 @@ class CorpusReach:
         for d in diagnoses:
             if self.full:
                 return
+            if not np.asarray(d.doc_vector).size:  # not diagnosed (a view of an earlier run)
+                continue
             self._ids.append(d.doc_id)
             self._rows.append(np.asarray(d.doc_vector, dtype=np.float32))
 
