@@ -190,6 +190,11 @@ def main() -> None:
     parser.add_argument("--datasets", default="entity-lists,msmarco5k,scifact")
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--variants", default=None, help="';'-separated; default: the full set")
+    parser.add_argument(
+        "--remedies",
+        default=",".join(BASE),
+        help=f"comma-separated base conditions (default: {','.join(BASE)})",
+    )
     parser.add_argument("--work", type=Path, default=Path("runs"))
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--explain", action="store_true", help="also write explain/ reports")
@@ -230,7 +235,7 @@ def main() -> None:
 
         result = evaluate(
             data,
-            remedies=BASE,
+            remedies=tuple(args.remedies.split(",")),
             variants=variants,
             view_discount=0.0,  # the base rows fold as the paper does; variants set their own
             retriever=args.model,
