@@ -420,3 +420,19 @@ def test_augment_and_diagnose_never_overwrite_their_input_or_an_output(tmp_path,
     out = tmp_path / "augment.jsonl"
     assert run("augment", corpus, out, "--overwrite") == 0
     assert out.read_text() != "keep me\n"
+
+
+def test_the_summary_names_descriptor_fallbacks_of_a_synthesis_run(tmp_path, capsys):
+    pytest.importorskip("spacy")
+    corpus = tmp_path / "c.jsonl"
+    _write_jsonl(corpus, AUGMENT_CORPUS)
+    out = tmp_path / "out.jsonl"
+    dead = "openai:http://127.0.0.1:9/v1@nothing"  # nothing listens: every call fails
+    args = ["--quiet", "augment", str(corpus), "--out", str(out), "--remedy", "synthesis"]
+    assert main([*args, "--llm", dead]) == 0
+    printed = capsys.readouterr().out
+    assert "added 1 views (0 synthesis, 1 descriptor fallbacks)" in printed
+    assert "synthesis views" not in printed
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    (view,) = [r for r in rows if r["metadata"]["argus_view"] != "original"]
+    assert view["metadata"]["argus_view"] == "descriptor" and view["metadata"]["argus_fallback"]

@@ -867,11 +867,22 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         raise
     stats = summary.stats
     verb = "would add" if args.dry_run else "added"
+    kinds = f"{stats.views} {args.remedy} views"
+    if args.remedy == "synthesis" and stats.fallbacks:  # say what was indexed, not what was asked
+        kinds = (
+            f"{stats.views} views ({stats.views - stats.fallbacks} synthesis, "
+            f"{stats.fallbacks} descriptor fallbacks)"
+        )
     print(
         f"{stats.documents} documents, {stats.flagged_entities} flagged entities; {verb} "
-        f"{stats.views} {args.remedy} views (index growth {stats.index_growth:.3f}x)"
+        f"{kinds} (index growth {stats.index_growth:.3f}x)"
         + (f", {stats.llm_calls} LLM calls" if args.remedy == "synthesis" else "")
         + (f", {stats.no_kb_hit} entities without KB hit" if stats.no_kb_hit else "")
+        + (
+            f", {stats.passed_through} records of an earlier run passed through"
+            if stats.passed_through
+            else ""
+        )
         + (f" -> {args.out}" if args.out and not args.dry_run else "")
     )
     if stats.fallbacks:
