@@ -436,3 +436,53 @@ def test_the_summary_names_descriptor_fallbacks_of_a_synthesis_run(tmp_path, cap
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     (view,) = [r for r in rows if r["metadata"]["argus_view"] != "original"]
     assert view["metadata"]["argus_view"] == "descriptor" and view["metadata"]["argus_fallback"]
+
+
+def test_llm_timeout_and_retries_reach_the_backend(tmp_path, capsys):
+    import http.server
+    import threading
+
+    pytest.importorskip("spacy")
+    calls: list[str] = []
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            calls.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"openai:http://127.0.0.1:{server.server_address[1]}/v1@m"
+        corpus = tmp_path / "c.jsonl"
+        _write_jsonl(corpus, AUGMENT_CORPUS)
+        base = ["--quiet", "augment", str(corpus), "--remedy", "synthesis", "--llm", url]
+        out = tmp_path / "zero.jsonl"
+        assert main([*base, "--out", str(out), "--llm-retries", "0"]) == 0
+        zero = len(calls)  # one flagged document: a first try and the remedy's second try
+        calls.clear()
+        out = tmp_path / "two.jsonl"
+        assert main([*base, "--out", str(out), "--llm-retries", "2", "--llm-timeout", "5"]) == 0
+        assert zero == 2 and len(calls) == 3 * zero  # each try now retried twice
+    finally:
+        server.shutdown()
+    assert (
+        main(
+            [
+                "--quiet",
+                "augment",
+                str(corpus),
+                "--out",
+                str(tmp_path / "x.jsonl"),
+                "--llm-retries",
+                "1",
+            ]
+        )
+        != 0
+    )
+    assert "apply to an openai: backend" in capsys.readouterr().err

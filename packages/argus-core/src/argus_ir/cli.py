@@ -109,6 +109,18 @@ def _remedy_options(p: argparse.ArgumentParser) -> None:
         "'openai:BASE_URL[@MODEL]' or 'vllm:MODEL'",
     )
     p.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        help="seconds an openai: backend waits for one reply (default 120)",
+    )
+    p.add_argument(
+        "--llm-retries",
+        type=int,
+        default=None,
+        help="retries of a failed openai: call, with backoff (default 2)",
+    )
+    p.add_argument(
         "--max-views",
         type=_max_views,
         default=None,
@@ -142,6 +154,28 @@ def _max_views(raw: str) -> int | None:
     return value
 
 
+def _llm_arg(args: argparse.Namespace) -> Any:
+    """``--llm`` as a spec, or as a backend when ``--llm-timeout`` / ``--llm-retries`` are set."""
+    timeout, retries = args.llm_timeout, args.llm_retries
+    if timeout is None and retries is None:
+        return args.llm
+    if not str(args.llm).startswith("openai:"):
+        raise ArgusError(
+            f"--llm-timeout and --llm-retries apply to an openai: backend, not {args.llm!r}"
+        )
+    from argus_ir.llm import load_llm
+
+    options: dict[str, Any] = {}
+    if timeout is not None:
+        options["timeout"] = timeout
+    if retries is not None:
+        options["max_retries"] = retries
+    try:
+        return load_llm(args.llm, **options)
+    except ValueError as exc:
+        raise ArgusError(f"--llm-timeout / --llm-retries: {exc}") from None
+
+
 def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
     """:class:`~argus_ir.pipeline.Argus` settings from the retriever and remedy options."""
     return {
@@ -154,7 +188,7 @@ def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
         "targeting": args.targeting,
-        "llm": args.llm,
+        "llm": _llm_arg(args),
         "ner_model": args.ner_model,
         "backend": args.backend,
         "device": args.device,
