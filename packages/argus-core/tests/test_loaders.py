@@ -404,3 +404,33 @@ def test_load_shared_union(shared_data: Path) -> None:
         if hub in ids:
             assert deg[ids.index(hub)] < 20, hub
     assert np.median(deg[deg > 0]) >= 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        # an unclosed quote used to swallow the rows after it into one cell
+        (
+            'id,text\na,"hello\nb,world\nc,bye\n',
+            r"c\.csv:2: malformed row \(unexpected end of data\)",
+        ),
+        ('id,text\na,"hello\nb,world\nc,"bye"\n', r"c\.csv:2: malformed row"),
+        # a short row used to be read with an empty text
+        ("id,text,title\na,hello,t\nb,world\n", r"c\.csv:3: 2 cells but the header has 3 columns"),
+    ],
+)
+def test_csv_quotes_and_short_rows_are_refused_with_their_line(tmp_path, content, message):
+    from argus_ir.loaders import iter_documents
+
+    path = tmp_path / "c.csv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ArgusInputError, match=message):
+        list(iter_documents(path))
+
+
+def test_csv_with_a_quoted_newline_still_reads(tmp_path):
+    from argus_ir.loaders import iter_documents
+
+    path = tmp_path / "c.csv"
+    path.write_text('id,text\na,"two\nlines"\nb,plain\n', encoding="utf-8")
+    assert [(d.id, d.text) for d in iter_documents(path)] == [("a", "two\nlines"), ("b", "plain")]

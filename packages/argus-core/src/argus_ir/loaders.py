@@ -333,7 +333,8 @@ def _iter_csv(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line number where the row starts, cells)`` for each non-empty row."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh, delimiter=delimiter)
+            # strict: an unclosed or stray quote is an error, not records merged into one cell
+            reader = csv.reader(fh, delimiter=delimiter, strict=True)
             start = 1
             try:
                 for row in reader:
@@ -383,7 +384,7 @@ def _entity_rows(path: Path) -> tuple[list[str] | None, Iterator[tuple[str, dict
 
     def gen() -> Iterator[tuple[str, dict[str, Any]]]:
         for n, row in rows_iter:
-            if len(row) > len(header):
+            if len(row) != len(header):
                 raise ArgusInputError(
                     f"{path}:{n}: {len(row)} cells but the header has {len(header)} columns"
                 )
