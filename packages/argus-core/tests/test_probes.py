@@ -416,3 +416,84 @@ def test_shipped_probe_refuses_another_retriever():
         probe.check_compatible("sentence-transformers/all-MiniLM-L6-v2", 384, "span-mean")
     with pytest.raises(ArgusInputError, match=r"no shipped probe .* k=7"):
         load_shipped_probe("minilm", 7)
+
+
+def _copy_shipped_mlp(tmp_path):
+    import shutil
+
+    from argus_ir.probes import shipped_probes
+
+    source = next(p.path for p in shipped_probes() if p.family == "mlp")
+    folder = tmp_path / "probe"
+    shutil.copytree(source, folder)
+    return folder
+
+
+def _rewrite_mlp(folder, change):
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(str(folder / "mlp.safetensors"))
+    change(tensors)
+    save_file(tensors, str(folder / "mlp.safetensors"))
+
+
+def test_a_probe_with_nan_weights_is_refused_naming_the_file_and_tensor(tmp_path):
+    from argus_ir.probes import TrainedProbe
+
+    folder = _copy_shipped_mlp(tmp_path)
+    TrainedProbe.load(folder)  # intact: loads
+
+    def poison(t):
+        t["layers.0.weight"][0, 0] = np.nan
+
+    _rewrite_mlp(folder, poison)
+    with pytest.raises(
+        ArgusInputError, match=r"mlp\.safetensors: layers\.0\.weight holds non-finite"
+    ):
+        TrainedProbe.load(folder)
+
+
+def test_a_probe_weight_of_the_wrong_shape_is_refused(tmp_path):
+    from argus_ir.probes import TrainedProbe
+
+    folder = _copy_shipped_mlp(tmp_path)
+
+    def cut(t):
+        t["layers.0.bias"] = t["layers.0.bias"][:-1].copy()
+
+    _rewrite_mlp(folder, cut)
+    with pytest.raises(ArgusInputError, match=r"layers\.0\.bias has shape \(\d+,\), expected"):
+        TrainedProbe.load(folder)
+
+
+def test_a_truncated_probe_file_is_refused_naming_it(tmp_path):
+    from argus_ir.probes import TrainedProbe
+
+    folder = _copy_shipped_mlp(tmp_path)
+    data = (folder / "mlp.safetensors").read_bytes()
+    (folder / "mlp.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArgusInputError, match=r"mlp\.safetensors: cannot read the mlp probe"):
+        TrainedProbe.load(folder)
+
+
+def test_a_probe_that_predicts_nan_stops_the_diagnosis_instead_of_flagging_nothing():
+    from argus_ir.diagnose import Diagnoser
+    from argus_ir.mentions import SpacyMentions
+
+    pytest.importorskip("spacy")
+    from argus_ir.encoder import load_encoder
+    from argus_ir.probes import load_shipped_probe
+
+    probe = load_shipped_probe("minilm", 10)
+
+    class Broken:
+        card = probe.card
+
+        def predict(self, X):
+            return np.full(len(X), np.nan)
+
+    encoder = load_encoder("minilm")
+    diagnoser = Diagnoser(encoder, probe, SpacyMentions())
+    diagnoser.probe = Broken()  # what a damaged booster does at predict time
+    with pytest.raises(ArgusInputError, match=r"document 'd1': the probe .* non-finite RPS"):
+        diagnoser.diagnose(["Niels Bohr visited Lucknow."], ["d1"])

@@ -151,6 +151,12 @@ class Diagnoser:
             if mentions:
                 X = np.stack([enc.pool_span(m.start, m.end) for m in mentions])
                 scores = self.probe.predict(X)
+                if not np.all(np.isfinite(scores)):  # never flag by NaN, never write NaN
+                    raise ArgusInputError(
+                        f"document {doc_id!r}: the probe ({self.probe.card.family}, trained for "
+                        f"{self.probe.card.retriever_id}) predicted a non-finite RPS; its weights "
+                        "are damaged or it was trained on other vectors"
+                    )
             else:
                 scores = np.empty(0)
             out.append(Diagnosis(doc_id, self._group(mentions, scores), self.tau, enc.doc_vector))

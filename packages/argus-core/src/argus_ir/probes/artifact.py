@@ -302,7 +302,15 @@ class TrainedProbe:
         missing = [name for name in family.files if not (folder / name).is_file()]
         if missing:
             raise ArgusInputError(f"probe folder {folder} lacks its model file(s) {missing}")
-        model = family.load(folder, card.params)
+        try:
+            model = family.load(folder, card.params)
+        except (ArgusInputError, ImportError):
+            raise
+        except Exception as exc:  # a truncated or foreign file: name it, whatever the reader says
+            files = ", ".join(str(folder / name) for name in family.files)
+            raise ArgusInputError(
+                f"{files}: cannot read the {card.family} probe ({type(exc).__name__}: {exc})"
+            ) from None
         if model.n_features != card.dim:
             raise ArgusInputError(
                 f"probe folder {folder}: the model reads {model.n_features}-dim vectors but the "

@@ -191,11 +191,38 @@ class MLPProbe(ProbeModel):
                 f"{directory}/{_FILE} holds {n_layers} layers but the card says depth "
                 f"{model._params['depth']} (expected {int(model._params['depth']) + 1} layers)"
             )
-        model.weights = [
-            (tensors[f"layers.{i}.weight"], tensors[f"layers.{i}.bias"]) for i in range(n_layers)
-        ]
-        model.mean, model.scale = tensors["input.mean"], tensors["input.scale"]
+        where = f"{directory}/{_FILE}"
+        try:
+            model.weights = [
+                (tensors[f"layers.{i}.weight"], tensors[f"layers.{i}.bias"])
+                for i in range(n_layers)
+            ]
+            model.mean, model.scale = tensors["input.mean"], tensors["input.scale"]
+        except KeyError as exc:
+            raise ArgusInputError(f"{where} lacks the tensor {exc}") from None
+        width = model.weights[0][0].shape[1] if model.weights[0][0].ndim == 2 else -1
+        for name, array, shape in [
+            ("input.mean", model.mean, (width,)),
+            ("input.scale", model.scale, (width,)),
+        ]:
+            _check_array(where, name, array, shape)
+        for i, (weight, bias) in enumerate(model.weights):
+            rows = weight.shape[0] if weight.ndim == 2 else -1
+            _check_array(where, f"layers.{i}.weight", weight, (rows, width))
+            _check_array(where, f"layers.{i}.bias", bias, (rows,))
+            width = rows
+        if width != 1:
+            raise ArgusInputError(f"{where}: the last layer has {width} outputs, not 1")
         return model
+
+
+def _check_array(where: str, name: str, array: Any, shape: tuple[int, ...]) -> None:
+    """A weight of the expected shape with finite values, or an error naming file and tensor."""
+    array = np.asarray(array)
+    if array.shape != shape or -1 in shape:
+        raise ArgusInputError(f"{where}: {name} has shape {array.shape}, expected {shape}")
+    if not np.all(np.isfinite(array)):
+        raise ArgusInputError(f"{where}: {name} holds non-finite values (NaN or infinity)")
 
 
 def _build(torch: Any, dim: int, hidden: int, depth: int, dropout: float) -> Any:

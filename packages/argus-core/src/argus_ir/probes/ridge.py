@@ -158,9 +158,24 @@ class RidgeProbe(ProbeModel):
     def load(cls, directory: str | Path, params: Mapping[str, Any]) -> RidgeProbe:
         """Read ``ridge.npz`` (no pickles: ``allow_pickle=False``)."""
         model = cls(**params)
-        with np.load(Path(directory) / _FILE, allow_pickle=False) as data:
-            model.coef = np.asarray(data["coef"], dtype=np.float64)
-            model.intercept = float(data["intercept"])
-            model.mean = np.asarray(data["mean"], dtype=np.float64)
-            model.scale = np.asarray(data["scale"], dtype=np.float64)
+        where = Path(directory) / _FILE
+        with np.load(where, allow_pickle=False) as data:
+            try:
+                model.coef = np.asarray(data["coef"], dtype=np.float64)
+                model.intercept = float(data["intercept"])
+                model.mean = np.asarray(data["mean"], dtype=np.float64)
+                model.scale = np.asarray(data["scale"], dtype=np.float64)
+            except KeyError as exc:
+                raise ArgusInputError(f"{where} lacks the array {exc}") from None
+        dim = model.coef.size
+        for name, array in [
+            ("coef", model.coef),
+            ("intercept", np.float64(model.intercept)),
+            ("mean", model.mean),
+            ("scale", model.scale),
+        ]:
+            if name in ("mean", "scale") and array.shape != (dim,):
+                raise ArgusInputError(f"{where}: {name} has shape {array.shape}, expected ({dim},)")
+            if not np.all(np.isfinite(array)):
+                raise ArgusInputError(f"{where}: {name} holds non-finite values (NaN or infinity)")
         return model
