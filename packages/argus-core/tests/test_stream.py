@@ -267,3 +267,42 @@ def test_a_corpus_without_any_text_field_is_refused_with_the_fields_it_has(argus
     body.write_text(json.dumps({"_id": "d0", "body": "Niels Bohr visited Lucknow."}) + "\n")
     (doc,) = list(iter_corpus(body))
     assert doc.text == "Niels Bohr visited Lucknow." and doc.record["body"] == doc.text
+
+
+def test_a_lone_surrogate_and_a_zero_width_joiner_do_not_stop_the_run(argus, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    rows = [
+        # a JSON escape that decodes to a lone surrogate: the tokenizer refuses such text
+        '{"_id": "bad", "text": "Niels Bohr visited Lucknow \\ud800 in 1960."}',
+        '{"_id": "zwj", "text": "Johann\\u200dSebastian Bach played in Leipzig."}',
+        '{"_id": "ok", "text": "The Nile floods every summer in Egypt."}',
+    ]
+    corpus.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    summary = augment_file(argus, corpus, out)
+    assert summary.documents == 3 and not summary.stats.failures
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    originals = {r["_id"]: r for r in written if r["metadata"]["argus_view"] == "original"}
+    assert originals["bad"]["text"] == "Niels Bohr visited Lucknow \ud800 in 1960."  # as read
+    assert "\\ud800" in out.read_text("utf-8")  # written as a JSON escape: valid UTF-8
+    stats = json.loads(out.with_name("out.jsonl.stats.json").read_text("utf-8"))
+    zwj = next(d for d in stats["documents"] if d["id"] == "zwj")
+    diagnosis = list(argus.diagnose(iter_corpus(corpus)))[1]
+    # one name, read through the joiner (it used to split into "Bach" alone); offsets hold
+    first = diagnosis.entities[0]
+    assert first.surface == "Johann Sebastian Bach"
+    start, end = first.mentions[0].start, first.mentions[0].end
+    assert rows and "Johann\u200dSebastian Bach played"[start:end] == "Johann\u200dSebastian Bach"
+    assert (
+        zwj["views"]
+        == len([r for r in written if r["metadata"].get("argus_source_id") == "zwj"]) - 1
+    )
+
+
+def test_readable_text_keeps_every_offset():
+    from argus_ir.diagnose import readable_text
+
+    text = "Bohr \ud800 met Johann\u200dSebastian Bach\ufeff."
+    assert len(readable_text(text)) == len(text)
+    assert readable_text(text) == "Bohr \ufffd met Johann Sebastian Bach ."
+    assert readable_text("plain ascii") == "plain ascii"

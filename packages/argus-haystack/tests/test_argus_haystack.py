@@ -351,3 +351,10 @@ def test_corpus_targeting_reaches_argus_and_round_trips():
     assert ArgusAugmenter.from_dict(data)._argus.targeting == "corpus"
     with pytest.raises(ValueError, match="targeting"):
         ArgusAugmenter(targeting="oracle")
+
+
+def test_a_lone_surrogate_in_one_document_keeps_every_document():
+    bad = Document(id="bad", content="Humphrey Bogart filmed in Lucknow \ud800 once.")
+    good = Document(id="sci-2", content=dict(SCENARIO.documents)["sci-2"])
+    out = ArgusAugmenter(progress_bar=False, **SCENARIO.settings).run(documents=[bad, good])
+    assert out["documents"][0] is bad and good in out["documents"]  # it used to raise TypeError

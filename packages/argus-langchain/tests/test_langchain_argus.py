@@ -286,3 +286,10 @@ def test_corpus_targeting_reaches_argus():
     assert [d.id for d in out] == [d.id for d in docs]
     with pytest.raises(ValueError, match="targeting"):
         ArgusDocumentTransformer(targeting="oracle")
+
+
+def test_a_lone_surrogate_in_one_document_keeps_every_document():
+    bad = Document(page_content="Humphrey Bogart filmed in Lucknow \ud800 once.", id="bad")
+    good = Document(page_content=dict(SCENARIO.documents)["sci-2"], id="sci-2")
+    out = ArgusDocumentTransformer(**SCENARIO.settings).transform_documents([bad, good])
+    assert out[0] is bad and good in out  # originals as they came (it used to raise TypeError)

@@ -366,3 +366,15 @@ def test_corpus_targeting_reaches_argus_and_the_cache_key():
     assert transform.to_dict()["targeting"] == "corpus"
     with pytest.raises(ValueError, match="targeting"):
         ArgusTransform(targeting="oracle")
+
+
+def test_a_lone_surrogate_in_one_node_keeps_every_node():
+    bad = Document(id_="bad", text="Humphrey Bogart filmed in Lucknow \ud800 once.")
+    good = Document(id_="sci-2", text=dict(SCENARIO.documents)["sci-2"])
+    transform = ArgusTransform(**SCENARIO.settings)
+    out = transform([bad, good])
+    assert out[0] is bad and good in out  # originals as they came (it used to raise TypeError)
+    # LlamaIndex cannot hash a node with a lone surrogate, so its views cannot point at it: the
+    # node passes through alone and the reason is reported
+    assert not [n for n in out if n.metadata.get("argus_source_id") == "bad" and n is not bad]
+    assert [f[0] for f in transform.last_stats["failures"]] == ["bad"]

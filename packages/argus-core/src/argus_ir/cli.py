@@ -784,12 +784,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
-    import json
 
     from argus_ir._io import atomic_path
     from argus_ir.diagnose import Diagnoser
     from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
     from argus_ir.probes import TrainedProbe, load_shipped_probe
+    from argus_ir.stream import json_line
 
     _check_out(args.out, _corpus_arg(args.corpus), args.overwrite)
     docs = _read_corpus(args.corpus)
@@ -821,7 +821,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
                     for e in r.entities
                 ],
             }
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(json_line(row))
     hit = [r for r in results if r.flagged]
     print(
         f"{len(hit)} of {len(results)} documents hold entities below tau = {diagnoser.tau:g} "

@@ -8,6 +8,7 @@ RPS is below τ (default: the probe card's, 0.3 in the paper).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,7 @@ from argus_ir.grounding import normalize
 from argus_ir.mentions import Mention, MentionExtractor
 from argus_ir.probes.artifact import TrainedProbe
 
-__all__ = ["Diagnoser", "Diagnosis", "EntityRisk"]
+__all__ = ["Diagnoser", "Diagnosis", "EntityRisk", "readable_text"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,24 @@ class Diagnosis:
             raise ValueError(f"tau must lie in [0, 1], got {tau}")
         entities = tuple(replace(e, flagged=e.rps < tau) for e in self.entities)
         return replace(self, entities=entities, tau=float(tau))
+
+
+_UNREADABLE = re.compile("[\ud800-\udfff]")  # lone surrogates: no tokenizer takes them
+_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
+
+
+def readable_text(text: str) -> str:
+    """What the diagnosis reads of a text: the same length, so every mention offset holds.
+
+    A lone surrogate (text decoded with ``surrogateescape``, or a JSON ``"\\ud800"`` escape)
+    becomes U+FFFD, which tokenizers and spaCy take; a zero-width space, joiner or non-joiner (and
+    a stray byte-order mark) becomes a space, so "Johann\\u200dSebastian Bach" reads as one
+    name. Nothing else changes (no NFC: it would move offsets); the original text is what the
+    output keeps.
+    """
+    if text.isascii():
+        return text
+    return _ZERO_WIDTH.sub(" ", _UNREADABLE.sub("\ufffd", text))
 
 
 class Diagnoser:
@@ -140,6 +159,7 @@ class Diagnoser:
                 raise ArgusInputError(
                     f"document {doc_id!r}: text is {type(text).__name__}, not str"
                 )
+        texts = [readable_text(t) for t in texts]
         # NER and the retriever pass need only the texts: spaCy runs in a thread while torch runs
         # here (torch releases the GIL), which hides part of NER's time behind the encoder's.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner") as pool:

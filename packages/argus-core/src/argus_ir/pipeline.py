@@ -93,8 +93,8 @@ class Argus:
         probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
         k: Retrieval budget of the shipped probe (10 or 50).
         tau: Flagging threshold (default: the probe's, 0.3).
-        remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or ``"synthesis"`` (default:
-            :data:`~argus_ir.remedy.DEFAULT_REMEDY`).
+        remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or
+            ``"synthesis"`` (default: :data:`~argus_ir.remedy.DEFAULT_REMEDY`).
         k_aug: KB passages per flagged entity (the paper's 2).
         kb: A saved KB folder, a passages file (JSONL/Parquet/CSV) or a
             :class:`~argus_ir.kb.ReferenceKB` (default: the shipped Wikipedia lead paragraphs).

@@ -104,6 +104,17 @@ def count_records(path: str | os.PathLike[str]) -> int | None:
     return None
 
 
+def json_line(record: Mapping[str, Any]) -> str:
+    """One JSONL line, UTF-8 as is; a text holding a lone surrogate (which UTF-8 cannot encode)
+    is written with JSON escapes instead, so the line reads back to the same string."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record)
+    return line + "\n"
+
+
 def view_record(doc: Document, view: View) -> dict[str, Any]:
     """One output line.
 
@@ -139,7 +150,7 @@ def _chain(digest: str, doc: Document) -> str:
     """The running digest of the documents done, one document further (order-sensitive)."""
     h = hashlib.sha256(digest.encode("ascii"))
     for part in (doc.id, doc.title, doc.text):
-        h.update(b"\x00" + part.encode("utf-8"))
+        h.update(b"\x00" + part.encode("utf-8", "surrogatepass"))  # lone surrogates too
     return h.hexdigest()
 
 
@@ -217,7 +228,7 @@ def _dry_run(
         try:
             with open(rows_file, "w", encoding="utf-8") as fh:
                 for row in rows:
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    fh.write(json_line(row))
             _write_stats(stats_file, corpus, True, settings, stats, rows_file)
         finally:
             rows_file.unlink(missing_ok=True)
@@ -311,7 +322,7 @@ def _write_batches(
         for batch in batches:
             for doc, diagnosis, views in batch:
                 for view in views:
-                    fh.write(json.dumps(view_record(doc, view), ensure_ascii=False) + "\n")
+                    fh.write(json_line(view_record(doc, view)))
                 rows_fh.write(json.dumps(_doc_row(diagnosis, len(views) - 1)) + "\n")
                 digest = _chain(digest, doc)
             done += len(batch)

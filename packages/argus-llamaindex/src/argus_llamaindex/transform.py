@@ -52,7 +52,8 @@ class ArgusTransform(TransformComponent):
     tau: float | None = Field(default=None, description="Flagging threshold (probe's: 0.3).")
     remedy: str = Field(
         default=_ARGUS_DEFAULTS["remedy"],
-        description="expansion, merged, descriptor, focus or synthesis (default: the core's DEFAULT_REMEDY).",
+        description="expansion, merged, descriptor, focus or synthesis (default: the core's "
+        "DEFAULT_REMEDY).",
     )
     k_aug: int = Field(default=2, description="KB passages per flagged entity.")
     kb: str | None = Field(default=None, description="KB folder or passages file.")
@@ -141,14 +142,22 @@ class ArgusTransform(TransformComponent):
 
     def _finish(self, nodes: Sequence[BaseNode], result: AugmentResult) -> list[BaseNode]:
         out: list[BaseNode] = []
+        failed: dict[int, str] = {}
         for entry in result.entries:
             original = nodes[entry.position]
             if entry.view is None:
                 out.append(original)
                 continue
+            if entry.position in failed:
+                continue
             view = entry.view
             hidden = [k for k in ARGUS_KEYS if k in view.metadata]
-            source = original.source_node or original.as_related_node_info()
+            try:
+                source = original.source_node or original.as_related_node_info()
+            except Exception as exc:  # LlamaIndex cannot hash the node (a lone surrogate): no views
+                failed[entry.position] = f"{type(exc).__name__}: {exc}"
+                result.stats.failures.append((view.source_id, failed[entry.position]))
+                continue
             node = TextNode(
                 id_=view.id,
                 text=view.text,

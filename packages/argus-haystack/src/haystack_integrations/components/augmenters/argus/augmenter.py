@@ -68,7 +68,8 @@ class ArgusAugmenter:
         :param probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
         :param k: Retrieval budget of the shipped probe (10 or 50).
         :param tau: Flagging threshold (default: the probe's, 0.3).
-        :param remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or ``"synthesis"``.
+        :param remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or
+            ``"synthesis"``.
         :param k_aug: KB passages per flagged entity.
         :param kb: A saved KB folder or a passages file (default: the shipped Wikipedia KB).
         :param context_threshold: Drop KB passages less similar than this to the document.
