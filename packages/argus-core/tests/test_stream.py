@@ -306,3 +306,33 @@ def test_readable_text_keeps_every_offset():
     assert len(readable_text(text)) == len(text)
     assert readable_text(text) == "Bohr \ufffd met Johann Sebastian Bach ."
     assert readable_text("plain ascii") == "plain ascii"
+
+
+def test_a_second_run_on_the_same_output_stops_and_names_the_first(shared_data, tmp_path):
+    from argus_ir.stream import lock_path
+
+    first = _corpus(shared_data, tmp_path / "a.jsonl", 400)
+    second = _corpus(shared_data, tmp_path / "b.jsonl", 20)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    base = [sys.executable, "-m", "argus_ir.cli", "-q", "augment"]
+    out = tmp_path / "out.jsonl"
+    opts = ["--out", str(out), "--remedy", "descriptor", "--docs-per-batch", "16"]
+    proc = subprocess.Popen([*base, str(first), *opts], env=env)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if checkpoint_path(out).is_file():  # the first run is writing
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the first run ended before the second could start"
+        other = subprocess.run([*base, str(second), *opts], env=env, capture_output=True, text=True)
+        assert other.returncode != 0
+        assert f"is being written by another argus run (pid {proc.pid}" in other.stderr
+        assert proc.wait(timeout=900) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ids = [json.loads(line)["_id"] for line in out.read_text("utf-8").splitlines()]
+    originals = [i for i in ids if "#argus-" not in i]
+    assert originals == [d.id for d in iter_corpus(first)]  # the first run's output, whole
+    assert not lock_path(out).exists() and not checkpoint_path(out).exists()

@@ -21,9 +21,11 @@ an uninterrupted run's, byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -205,7 +207,51 @@ def augment_file(
     if dry_run:
         return _dry_run(argus, corpus, out_path, stats_file, described, total, show_progress)
     assert out_path is not None
-    return _run(argus, corpus, out_path, stats_file, card, described, total, resume, show_progress)
+    with _exclusive(out_path):
+        return _run(
+            argus, corpus, out_path, stats_file, card, described, total, resume, show_progress
+        )
+
+
+def lock_path(out: str | os.PathLike[str]) -> Path:
+    """The lock file a run writing ``out`` holds for as long as it runs."""
+    out = Path(out)
+    return out.with_name(out.name + ".lock")
+
+
+@contextlib.contextmanager
+def _exclusive(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``out`` (and so on its partial file and checkpoint) for the run.
+
+    A second run on the same output stops at once with a message naming the process that holds
+    it. The lock is the operating system's (``flock``): a killed run releases it, and the next
+    run resumes. Where ``fcntl`` does not exist (Windows) no lock is taken.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise ArgusInputError(
+                f"{out} is being written by another argus run ({holder}); wait for it to finish "
+                "or choose another --out"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        fh.flush()
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)  # still held: nobody else can be inside
 
 
 def _dry_run(
