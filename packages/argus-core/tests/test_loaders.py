@@ -434,3 +434,16 @@ def test_csv_with_a_quoted_newline_still_reads(tmp_path):
     path = tmp_path / "c.csv"
     path.write_text('id,text\na,"two\nlines"\nb,plain\n', encoding="utf-8")
     assert [(d.id, d.text) for d in iter_documents(path)] == [("a", "two\nlines"), ("b", "plain")]
+
+
+def test_a_bad_byte_is_reported_on_its_own_line(tmp_path):
+    from argus_ir.loaders import iter_documents
+
+    path = tmp_path / "c.jsonl"
+    good = b'{"_id": "a", "text": "fine"}\n'
+    path.write_bytes(good + b'{"_id": "b", "text": "caf\xe9"}\n' + good.replace(b'"a"', b'"c"'))
+    with pytest.raises(ArgusInputError, match=r"c\.jsonl:2: not UTF-8 \(byte b'\\xe9' at column"):
+        list(iter_documents(path))
+    # a byte-order mark at the start is not an error
+    path.write_bytes(b"\xef\xbb\xbf" + good)
+    assert [d.id for d in iter_documents(path)] == ["a"]

@@ -336,3 +336,16 @@ def test_a_second_run_on_the_same_output_stops_and_names_the_first(shared_data, 
     originals = [i for i in ids if "#argus-" not in i]
     assert originals == [d.id for d in iter_corpus(first)]  # the first run's output, whole
     assert not lock_path(out).exists() and not checkpoint_path(out).exists()
+
+
+def test_a_damaged_checkpoint_is_named_not_a_key_error(argus, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"_id": "a", "text": "Rain fell."}\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    from argus_ir.stream import CHECKPOINT_VERSION
+
+    checkpoint_path(out).write_text(json.dumps({"version": CHECKPOINT_VERSION}), "utf-8")
+    with pytest.raises(ArgusInputError, match=r"damaged checkpoint \(documents_done, digest"):
+        augment_file(argus, corpus, out)
+    summary = augment_file(argus, corpus, out, resume=False)  # --no-resume starts over
+    assert summary.documents == 1

@@ -309,8 +309,15 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     lineno = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
+        with opener(path, "rb") as fh:  # bytes, decoded line by line: a bad byte has its line
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ArgusInputError(
+                        f"{path}:{lineno}: not UTF-8 (byte {raw[exc.start : exc.start + 1]!r} at "
+                        f"column {exc.start + 1})"
+                    ) from None
                 if not line.strip():
                     continue
                 try:
@@ -325,8 +332,8 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                         f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}"
                     )
                 yield lineno, obj
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise ArgusInputError(f"{path}:{lineno + 1}: cannot decode file ({exc})") from None
+    except (gzip.BadGzipFile, EOFError, OSError) as exc:
+        raise ArgusInputError(f"{path}:{lineno + 1}: cannot read the file ({exc})") from None
 
 
 def _iter_csv(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:

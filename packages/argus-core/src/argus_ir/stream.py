@@ -397,6 +397,20 @@ def _load_checkpoint(path: Path) -> dict[str, Any] | None:
             f"{path}: checkpoint format {state.get('version') if isinstance(state, dict) else '?'}"
             f" is not {CHECKPOINT_VERSION}; start over with --no-resume"
         )
+    kinds = {
+        "documents_done": int,
+        "digest": str,
+        "out_bytes": int,
+        "rows_bytes": int,
+        "stats": dict,
+        "settings": dict,
+    }
+    wrong = [k for k, kind in kinds.items() if not isinstance(state.get(k), kind)]
+    if wrong:
+        raise ArgusInputError(
+            f"{path}: damaged checkpoint ({', '.join(wrong)} missing or of the wrong type); "
+            "delete it or start over with --no-resume"
+        )
     state["resumed_from"] = int(state["documents_done"])
     return state
 
