@@ -486,3 +486,16 @@ def test_llm_timeout_and_retries_reach_the_backend(tmp_path, capsys):
         != 0
     )
     assert "apply to an openai: backend" in capsys.readouterr().err
+
+
+def test_an_os_error_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys):
+    pytest.importorskip("spacy")
+    corpus = tmp_path / "c.jsonl"
+    _write_jsonl(corpus, AUGMENT_CORPUS)
+    out = "/sys/argus-test-out.jsonl"  # sysfs is read-only, even for root
+    assert main(["--quiet", "augment", str(corpus), "--out", out]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"argus augment: error: {out}.lock: Permission denied"
+    assert "Traceback" not in err
+    with pytest.raises(PermissionError):
+        main(["--quiet", "--debug", "augment", str(corpus), "--out", out])

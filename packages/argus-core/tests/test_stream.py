@@ -349,3 +349,28 @@ def test_a_damaged_checkpoint_is_named_not_a_key_error(argus, tmp_path):
         augment_file(argus, corpus, out)
     summary = augment_file(argus, corpus, out, resume=False)  # --no-resume starts over
     assert summary.documents == 1
+
+
+def test_ctrl_c_prints_the_resume_note_and_no_traceback(shared_data, tmp_path):
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 400)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "augment", str(corpus), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--docs-per-batch", "16"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if checkpoint_path(out).is_file():
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "the same command resumes after them" in err and "argus augment: interrupted" in err
+    assert "Traceback" not in err

@@ -207,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error instead of one line"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser(
@@ -1280,9 +1283,24 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         return _COMMANDS[args.command](args)
-    except (ArgusError, ValueError, FileNotFoundError) as exc:
-        print(f"argus {args.command}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"argus {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (ArgusError, ValueError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"argus {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line: an OS error by its reason and the file it concerns."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        return f"{where}: {exc.strerror}" if where else exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":
