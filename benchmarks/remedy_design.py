@@ -6,7 +6,8 @@ original index, the paper's expansion, merged and descriptor views, and the desi
 variants: the view budget (``max_views``), damped folding (``view_discount``), the context check,
 focus views (one short view per sentence that mentions flagged entities), the targeting (the
 probe, every entity at ``tau=1.0``, or in-corpus reach with ``targeting=corpus``), and their
-combinations. The base rows fold views with plain max, as the paper does. Queries are split into dev and test:
+combinations. The base rows fold views with plain max, as the paper does. Queries are split into
+dev and test:
 
 - SciFact: its train queries are the dev part, its test queries the test part;
 - msmarco5k: its 43 judged queries, split in two by a hash of the query id;
