@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.synthesis import PROMPT_VERSION
+from argus_ir.targeting import DEFAULT_TARGETING
 
 __all__ = ["ArgusDocumentTransformer"]
 
@@ -51,7 +52,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     context_threshold: float | None = None
     max_views: int | None = _ARGUS_DEFAULTS["max_views"]
     """At most this many views per document, riskiest entities first (``None``: no budget)."""
-    targeting: str = _ARGUS_DEFAULTS["targeting"]
+    targeting: str = DEFAULT_TARGETING
     """Which entities get views: ``"probe"`` (predicted RPS below ``tau``) or ``"corpus"`` (the
     document is not in the top 10 for the entity's name among the first 800 documents given)."""
     llm: str | None = None

@@ -18,6 +18,7 @@ from argus_ir.integration import (
     augment_records,
 )
 from argus_ir.synthesis import PROMPT_VERSION
+from argus_ir.targeting import DEFAULT_TARGETING
 
 __all__ = ["ArgusTransform"]
 
@@ -64,7 +65,7 @@ class ArgusTransform(TransformComponent):
         description="At most this many views per document, riskiest entities first (None: all).",
     )
     targeting: str = Field(
-        default=_ARGUS_DEFAULTS["targeting"],
+        default=DEFAULT_TARGETING,
         description="Which entities get views: probe (predicted RPS below tau) or corpus (the "
         "document misses the top 10 for the entity's name among the first 800 nodes).",
     )

@@ -168,12 +168,13 @@ class RidgeProbe(ProbeModel):
             except KeyError as exc:
                 raise ArgusInputError(f"{where} lacks the array {exc}") from None
         dim = model.coef.size
-        for name, array in [
+        arrays: list[tuple[str, np.ndarray]] = [
             ("coef", model.coef),
-            ("intercept", np.float64(model.intercept)),
+            ("intercept", np.asarray(model.intercept)),
             ("mean", model.mean),
             ("scale", model.scale),
-        ]:
+        ]
+        for name, array in arrays:
             if name in ("mean", "scale") and array.shape != (dim,):
                 raise ArgusInputError(f"{where}: {name} has shape {array.shape}, expected ({dim},)")
             if not np.all(np.isfinite(array)):

@@ -10,6 +10,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.synthesis import PROMPT_VERSION
+from argus_ir.targeting import DEFAULT_TARGETING
 
 __all__ = ["ArgusAugmenter"]
 
@@ -50,7 +51,7 @@ class ArgusAugmenter:
         kb: str | None = None,
         context_threshold: float | None = None,
         max_views: int | None = _ARGUS_DEFAULTS["max_views"],
-        targeting: str = _ARGUS_DEFAULTS["targeting"],
+        targeting: str = DEFAULT_TARGETING,
         llm: str | None = None,
         prompt_version: str = PROMPT_VERSION,
         ner_model: str | None = None,
