@@ -132,3 +132,34 @@ def test_the_passage_titled_with_the_form_comes_first():
         ("pact", round(bm25["pact"], 6)),
     ]
     assert [p.id for p, _ in kb.lookup("Lucknow", k=1)] == ["city"]
+
+
+def test_a_damaged_kb_folder_is_refused_naming_the_file(tmp_path):
+    from argus_ir.errors import ArgusInputError
+    from argus_ir.kb import Passage, ReferenceKB
+
+    kb = ReferenceKB.from_passages(
+        [Passage(f"p{i}", f"Title {i}", f"Passage number {i} about Lyon.") for i in range(20)]
+    )
+    folder = kb.save(tmp_path / "kb")
+    ReferenceKB.load(folder)  # intact: loads
+
+    card = (folder / "kb.json").read_text("utf-8")
+    (folder / "kb.json").write_text(card[: len(card) // 2], "utf-8")
+    with pytest.raises(ArgusInputError, match=r"kb\.json: not a readable KB card"):
+        ReferenceKB.load(folder)
+    (folder / "kb.json").write_text(card, "utf-8")
+
+    passages = (folder / "passages.jsonl").read_text("utf-8")
+    (folder / "passages.jsonl").write_text(passages[: len(passages) // 2], "utf-8")
+    with pytest.raises(ArgusInputError, match=r"passages\.jsonl:\d+: not a KB passage"):
+        ReferenceKB.load(folder)
+    (folder / "passages.jsonl").write_text(passages, "utf-8")
+
+    biggest = max(
+        (p for p in (folder / "bm25").iterdir() if p.is_file()), key=lambda p: p.stat().st_size
+    )
+    data = biggest.read_bytes()
+    biggest.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ArgusInputError, match=r"bm25: cannot read the BM25 index"):
+        ReferenceKB.load(folder, mmap=False)

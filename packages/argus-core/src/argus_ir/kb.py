@@ -261,16 +261,35 @@ class ReferenceKB:
         src = Path(folder)
         if not (src / _CARD).is_file():
             raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
-        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+        try:
+            card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
+        if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
+            raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
+        if not isinstance(card.get("fingerprint"), str):
+            raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
         if card.get("format_version", 0) > FORMAT_VERSION:
             raise ArgusInputError(
                 f"{src} has KB format {card['format_version']}; this argus reads {FORMAT_VERSION}"
             )
-        with open(src / _PASSAGES, encoding="utf-8") as fh:
-            passages = [Passage(**json.loads(line)) for line in fh]
+        passages = []
+        with open(src / _PASSAGES, encoding="utf-8", errors="strict") as fh:
+            for n, line in enumerate(fh, start=1):
+                try:
+                    passages.append(Passage(**json.loads(line)))
+                except (ValueError, TypeError) as exc:  # a cut or foreign line
+                    raise ArgusInputError(
+                        f"{src / _PASSAGES}:{n}: not a KB passage ({exc})"
+                    ) from None
         if len(passages) != card["n_passages"]:
             raise ArgusInputError(
                 f"{src}: {len(passages)} passages but the card says {card['n_passages']}"
             )
-        index = bm25s.BM25.load(str(src / _INDEX), mmap=mmap, show_progress=False)
+        try:
+            index = bm25s.BM25.load(str(src / _INDEX), mmap=mmap, show_progress=False)
+        except Exception as exc:  # bm25s raises what numpy / json raise on a cut file
+            raise ArgusInputError(
+                f"{src / _INDEX}: cannot read the BM25 index ({type(exc).__name__}: {exc})"
+            ) from None
         return cls(passages, index, card["fingerprint"])
