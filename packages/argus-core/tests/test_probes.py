@@ -497,3 +497,19 @@ def test_a_probe_that_predicts_nan_stops_the_diagnosis_instead_of_flagging_nothi
     diagnoser.probe = Broken()  # what a damaged booster does at predict time
     with pytest.raises(ArgusInputError, match=r"document 'd1': the probe .* non-finite RPS"):
         diagnoser.diagnose(["Niels Bohr visited Lucknow."], ["d1"])
+
+
+def test_a_truncated_xgboost_probe_file_is_refused_naming_it(tmp_path):
+    import shutil
+
+    from argus_ir.probes import TrainedProbe, shipped_probes
+
+    pytest.importorskip("xgboost")
+    source = next(p.path for p in shipped_probes() if p.family == "xgboost")
+    folder = tmp_path / "probe"
+    shutil.copytree(source, folder)
+    model = next(f for f in folder.iterdir() if f.name != "card.json")
+    data = model.read_bytes()
+    model.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArgusInputError, match=rf"{model.name}: cannot read the xgboost probe"):
+        TrainedProbe.load(folder)
