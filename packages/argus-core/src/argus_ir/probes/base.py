@@ -218,3 +218,13 @@ def check_labels(y: Any, n: int, name: str = "y") -> np.ndarray:
     if not np.isfinite(arr).all() or arr.min() < 0 or arr.max() > 1:
         raise ArgusInputError(f"{name} must hold RPS values in [0, 1] (no NaN)")
     return arr
+
+
+def check_weight(where: str, name: str, array: Any, shape: tuple[int, ...]) -> None:
+    """A loaded weight of the expected shape with finite values, or an error naming the file and
+    the weight (``-1`` in ``shape``: the weight before it was already of the wrong shape)."""
+    array = np.asarray(array)
+    if array.shape != shape or -1 in shape:
+        raise ArgusInputError(f"{where}: {name} has shape {array.shape}, expected {shape}")
+    if not np.all(np.isfinite(array)):
+        raise ArgusInputError(f"{where}: {name} holds non-finite values (NaN or infinity)")

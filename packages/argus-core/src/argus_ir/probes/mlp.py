@@ -20,7 +20,7 @@ from scipy.special import expit
 
 from argus_ir._optional import require
 from argus_ir.errors import ArgusInputError
-from argus_ir.probes.base import ProbeModel, as_matrix, check_labels
+from argus_ir.probes.base import ProbeModel, as_matrix, check_labels, check_weight
 
 __all__ = ["MLPProbe"]
 
@@ -205,24 +205,15 @@ class MLPProbe(ProbeModel):
             ("input.mean", model.mean, (width,)),
             ("input.scale", model.scale, (width,)),
         ]:
-            _check_array(where, name, array, shape)
+            check_weight(where, name, array, shape)
         for i, (weight, bias) in enumerate(model.weights):
             rows = weight.shape[0] if weight.ndim == 2 else -1
-            _check_array(where, f"layers.{i}.weight", weight, (rows, width))
-            _check_array(where, f"layers.{i}.bias", bias, (rows,))
+            check_weight(where, f"layers.{i}.weight", weight, (rows, width))
+            check_weight(where, f"layers.{i}.bias", bias, (rows,))
             width = rows
         if width != 1:
             raise ArgusInputError(f"{where}: the last layer has {width} outputs, not 1")
         return model
-
-
-def _check_array(where: str, name: str, array: Any, shape: tuple[int, ...]) -> None:
-    """A weight of the expected shape with finite values, or an error naming file and tensor."""
-    array = np.asarray(array)
-    if array.shape != shape or -1 in shape:
-        raise ArgusInputError(f"{where}: {name} has shape {array.shape}, expected {shape}")
-    if not np.all(np.isfinite(array)):
-        raise ArgusInputError(f"{where}: {name} holds non-finite values (NaN or infinity)")
 
 
 def _build(torch: Any, dim: int, hidden: int, depth: int, dropout: float) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.probes.base import ProbeModel, as_matrix, check_labels
+from argus_ir.probes.base import ProbeModel, as_matrix, check_labels, check_weight
 
 __all__ = ["RidgeProbe"]
 
@@ -168,15 +168,8 @@ class RidgeProbe(ProbeModel):
             except KeyError as exc:
                 raise ArgusInputError(f"{where} lacks the array {exc}") from None
         dim = model.coef.size
-        arrays: list[tuple[str, np.ndarray]] = [
-            ("coef", model.coef),
-            ("intercept", np.asarray(model.intercept)),
-            ("mean", model.mean),
-            ("scale", model.scale),
-        ]
-        for name, array in arrays:
-            if name in ("mean", "scale") and array.shape != (dim,):
-                raise ArgusInputError(f"{where}: {name} has shape {array.shape}, expected ({dim},)")
-            if not np.all(np.isfinite(array)):
-                raise ArgusInputError(f"{where}: {name} holds non-finite values (NaN or infinity)")
+        check_weight(str(where), "coef", model.coef, (dim,))
+        check_weight(str(where), "intercept", np.asarray(model.intercept), ())
+        check_weight(str(where), "mean", model.mean, (dim,))
+        check_weight(str(where), "scale", model.scale, (dim,))
         return model
