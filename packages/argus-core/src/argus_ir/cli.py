@@ -969,15 +969,15 @@ def _overwrite_arg(p: argparse.ArgumentParser) -> None:
 
 def _check_out(out: Path, corpus: Path, overwrite: bool) -> None:
     """Refuse, before any work, an output that is a folder, is the input, or already exists."""
+    from argus_ir.stream import corpus_file
+
     if out.is_dir():
         raise ArgusError(f"--out {out} is a folder; name the file to write")
-    source = corpus
-    if corpus.is_dir():  # a BEIR folder: its corpus file is the input
-        found = [corpus / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (corpus / n).is_file()]
-        source = found[0] if found else corpus
-    if out.exists() and source.exists() and out.resolve() == source.resolve():
+    if not out.exists():
+        return
+    if out.resolve() == corpus_file(corpus).resolve():  # a BEIR folder's corpus.jsonl counts
         raise ArgusError(f"--out {out} is the input corpus; write the output somewhere else")
-    if out.exists() and not overwrite:
+    if not overwrite:
         raise ArgusError(f"{out} exists; pass --overwrite to replace it")
 
 

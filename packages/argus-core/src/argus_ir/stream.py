@@ -74,10 +74,11 @@ class StreamSummary:
 
 def iter_corpus(path: str | os.PathLike[str]) -> Iterator[Document]:
     """Documents of a corpus file, or of a BEIR dataset folder's ``corpus.jsonl(.gz)``, streamed."""
-    return iter_documents(_corpus_file(Path(path)))
+    return iter_documents(corpus_file(Path(path)))
 
 
-def _corpus_file(path: Path) -> Path:
+def corpus_file(path: Path) -> Path:
+    """The file a corpus argument names: itself, or a BEIR folder's ``corpus.jsonl(.gz)``."""
     if path.is_dir():
         found = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
         if not found:
@@ -91,7 +92,7 @@ def count_records(path: str | os.PathLike[str]) -> int | None:
 
     Plain JSONL: non-blank lines; Parquet: the row count in its footer.
     """
-    p = _corpus_file(Path(path))
+    p = corpus_file(Path(path))
     name = p.name.lower()
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
