@@ -217,6 +217,7 @@ def main() -> None:
     import argus_ir.cache
     import argus_ir.explain
     import argus_ir.pipeline
+    import argus_ir.places
     import argus_ir.plots
     import argus_ir.remedy  # noqa: F401
     from argus_ir.cli import _write_explanations

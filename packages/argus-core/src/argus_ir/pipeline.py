@@ -28,9 +28,10 @@ import numpy as np
 from argus_ir.diagnose import Diagnoser, Diagnosis
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import DEFAULT_K_AUG, ReferenceKB
+from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, ReferenceKB
 from argus_ir.llm import LLM, load_llm
 from argus_ir.loaders import Document
+from argus_ir.places import DEFAULT_KB_MATCH, KB_MATCHES
 from argus_ir.remedy import (
     DEFAULT_REMEDY,
     KINDS,
@@ -96,8 +97,14 @@ class Argus:
         remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or
             ``"synthesis"`` (default: :data:`~argus_ir.remedy.DEFAULT_REMEDY`).
         k_aug: KB passages per flagged entity (the paper's 2).
-        kb: A saved KB folder, a passages file (JSONL/Parquet/CSV) or a
-            :class:`~argus_ir.kb.ReferenceKB` (default: the shipped Wikipedia lead paragraphs).
+        kb: A shipped KB by name (``"wikipedia"``: the 10,033 Wikipedia lead paragraphs;
+            ``"wikipedia+places"``: those, with place mentions routed to GeoNames, the
+            ``places`` extra), a saved KB folder, a passages file (JSONL/Parquet/CSV) or a KB
+            object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.places.CompositeKB`, ...).
+            Default: :data:`~argus_ir.places.DEFAULT_KB`.
+        kb_match: ``"bm25"`` (the paper's: a passage titled with the mention first, then BM25
+            matches of its words) or ``"title"`` (only passages known by the mention's exact
+            name). Default: :data:`~argus_ir.places.DEFAULT_KB_MATCH`.
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no
@@ -127,7 +134,8 @@ class Argus:
     tau: float | None = None
     remedy: str = DEFAULT_REMEDY
     k_aug: int = DEFAULT_K_AUG
-    kb: str | os.PathLike[str] | ReferenceKB | None = None
+    kb: str | os.PathLike[str] | KnowledgeBase | None = None
+    kb_match: str = DEFAULT_KB_MATCH
     context_threshold: float | None = None
     max_views: int | None = None
     targeting: str = DEFAULT_TARGETING
@@ -151,6 +159,8 @@ class Argus:
             raise ValueError(f"max_views must be >= 1 or None, got {self.max_views}")
         if self.targeting not in TARGETINGS:
             raise ValueError(f"targeting must be one of {TARGETINGS}, got {self.targeting!r}")
+        if self.kb_match not in KB_MATCHES:
+            raise ValueError(f"kb_match must be one of {KB_MATCHES}, got {self.kb_match!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.tau is not None and not 0.0 <= self.tau <= 1.0:
@@ -194,11 +204,18 @@ class Argus:
         mentions = SpacyMentions(self.ner_model or DEFAULT_SPACY_MODEL)
         return Diagnoser(self._get("encoder"), probe, mentions, tau=self.tau)
 
-    def _load_kb(self) -> ReferenceKB:
-        if isinstance(self.kb, ReferenceKB):
+    def _load_kb(self) -> KnowledgeBase:
+        from argus_ir.places import match_titles
+
+        return match_titles(self._load_kb_source(), self.kb_match)
+
+    def _load_kb_source(self) -> KnowledgeBase:
+        from argus_ir.places import KB_NAMES, shipped_kb
+
+        if isinstance(self.kb, KnowledgeBase):
             return self.kb
-        if self.kb is None:
-            return ReferenceKB.default(show_progress=self.show_progress)
+        if self.kb is None or self.kb in KB_NAMES:
+            return shipped_kb(self.kb, show_progress=self.show_progress)
         path = os.fspath(self.kb)
         if os.path.isdir(path):
             return ReferenceKB.load(path)
@@ -229,9 +246,9 @@ class Argus:
         return cast(Diagnoser, self._get("diagnoser"))
 
     @property
-    def reference_kb(self) -> ReferenceKB:
+    def reference_kb(self) -> KnowledgeBase:
         """The reference KB (loads it)."""
-        return cast(ReferenceKB, self._get("kb"))
+        return cast(KnowledgeBase, self._get("kb"))
 
     def settings_card(self) -> dict[str, Any]:
         """Every setting that changes the output, with the probe and KB as content fingerprints.
@@ -259,6 +276,7 @@ class Argus:
             "remedy": self.remedy,
             "k_aug": self.k_aug,
             "kb": _kb_fingerprint(self.kb),
+            "kb_match": self.kb_match,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
             "targeting": self.targeting,
@@ -485,18 +503,19 @@ def _folder_hash(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _kb_fingerprint(kb: str | os.PathLike[str] | ReferenceKB | None) -> str:
+def _kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
     """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
     from importlib import resources
 
     from argus_ir._io import sha256_file
+    from argus_ir.places import KB_NAMES, shipped_kb_fingerprint
 
-    if isinstance(kb, ReferenceKB):
+    if isinstance(kb, KnowledgeBase):
         return kb.fingerprint
-    if kb is None:
+    if kb is None or kb in KB_NAMES:
         data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
         with resources.as_file(data) as path:
-            return "default:" + sha256_file(path)[:16]
+            return shipped_kb_fingerprint(kb, "default:" + sha256_file(path)[:16])
     path = Path(kb)
     if path.is_dir():
         card = path / "kb.json"

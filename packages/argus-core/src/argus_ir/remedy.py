@@ -46,7 +46,7 @@ import numpy as np
 from argus_ir._lru import LRU
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.diagnose import Diagnosis, EntityRisk
-from argus_ir.kb import DEFAULT_K_AUG, Passage, ReferenceKB
+from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ask
 from argus_ir.llm.base import LLM, Generation
 from argus_ir.synthesis import (
     PROMPT_VERSION,
@@ -127,6 +127,8 @@ class RemedyStats:
         passed_through: Input records an earlier run wrote (they carry ``argus_view`` in their
             metadata: its originals and views), written back as read: no diagnosis, no views of
             views.
+        kb_sources: Flagged forms answered per KB source, for a KB of several sources
+            (:class:`~argus_ir.places.CompositeKB`: ``{"wikipedia": 120, "places": 41}``).
     """
 
     documents: int = 0
@@ -142,6 +144,7 @@ class RemedyStats:
     passed_through: int = 0
     fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
+    kb_sources: dict[str, int] = field(default_factory=dict)
 
     @property
     def index_growth(self) -> float:
@@ -154,6 +157,7 @@ class RemedyStats:
         out["index_growth"] = round(self.index_growth, 6)
         out["fallback_reasons"] = [list(r) for r in self.fallback_reasons]
         out["failures"] = [list(f) for f in self.failures]
+        out["kb_sources"] = dict(sorted(self.kb_sources.items()))
         return out
 
     @classmethod
@@ -164,6 +168,7 @@ class RemedyStats:
             **counts,
             fallback_reasons=[(str(a), str(b)) for a, b in data["fallback_reasons"]],
             failures=[(str(a), str(b)) for a, b in data["failures"]],
+            kb_sources={str(k): int(v) for k, v in dict(data.get("kb_sources") or {}).items()},
         )
 
 
@@ -366,11 +371,12 @@ class _Settings:
 
 def _plan(
     diagnosis: Diagnosis,
-    kb: ReferenceKB,
+    kb: KnowledgeBase,
     k_aug: int,
     context: ContextCheck | None,
     stats: RemedyStats | None,
     max_views: int | None = None,
+    text: str | None = None,
 ) -> Plan:
     plan: Plan = []
     flagged = diagnosis.flagged
@@ -382,7 +388,7 @@ def _plan(
             if stats is not None:
                 stats.over_budget += 1
             continue
-        hits = [p for p, _ in kb.lookup(risk.surface, k=k_aug)]
+        hits = [p for p, _ in ask(kb, risk.surface, k_aug, label=risk.label, context=text)]
         if context is not None and hits:
             kept = [p for p in hits if context.keeps(diagnosis.doc_vector, p, risk.surface)]
             if stats is not None:
@@ -392,6 +398,10 @@ def _plan(
             if stats is not None:
                 stats.no_kb_hit += 1
             continue
+        source_of = getattr(kb, "source_of", None)
+        if stats is not None and source_of is not None:
+            source = source_of(hits[0].id) or "?"
+            stats.kb_sources[source] = stats.kb_sources.get(source, 0) + 1
         if budget is not None:
             hits = hits[:budget]
             budget -= len(hits)
@@ -547,7 +557,7 @@ def _generate(
 
 def plan_remedy(
     diagnoses: Iterable[Diagnosis],
-    kb: ReferenceKB,
+    kb: KnowledgeBase,
     *,
     kind: str = "expansion",
     k_aug: int = DEFAULT_K_AUG,
@@ -592,7 +602,7 @@ def _check(kind: str, k_aug: int, max_views: int | None = None) -> None:
 def apply_remedy(
     documents: Iterable[tuple[str, str]],
     diagnoses: Iterable[Diagnosis],
-    kb: ReferenceKB,
+    kb: KnowledgeBase,
     *,
     kind: str = "expansion",
     k_aug: int = DEFAULT_K_AUG,
@@ -647,7 +657,7 @@ def apply_remedy(
 
 def _batch(
     batch: list[tuple[tuple[str, str], Diagnosis]],
-    kb: ReferenceKB,
+    kb: KnowledgeBase,
     settings: _Settings,
     context: ContextCheck | None,
     llm: LLM | None,
@@ -665,9 +675,9 @@ def _batch(
                 context.prepare(
                     (p, r.surface)
                     for r in diagnosis.flagged
-                    for p, _ in kb.lookup(r.surface, k=settings.k_aug)
+                    for p, _ in ask(kb, r.surface, settings.k_aug, label=r.label, context=text)
                 )
-            plan = _plan(diagnosis, kb, settings.k_aug, context, stats, settings.max_views)
+            plan = _plan(diagnosis, kb, settings.k_aug, context, stats, settings.max_views, text)
             planned.append((doc_id, text, plan))
         except Exception as exc:
             _fail(stats, doc_id, settings.kind, exc)

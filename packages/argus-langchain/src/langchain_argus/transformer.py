@@ -49,6 +49,11 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     remedy: str = _ARGUS_DEFAULTS["remedy"]
     k_aug: int = 2
     kb: str | None = None
+    """A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a KB folder or a passages
+    file (default: ``argus_ir.places.DEFAULT_KB``)."""
+    kb_match: str = _ARGUS_DEFAULTS["kb_match"]
+    """``"bm25"`` (a passage titled with the mention, then BM25 word matches) or ``"title"``
+    (only passages known by the mention's exact name)."""
     context_threshold: float | None = None
     max_views: int | None = _ARGUS_DEFAULTS["max_views"]
     """At most this many views per document, riskiest entities first (``None``: no budget)."""

@@ -57,7 +57,16 @@ class ArgusTransform(TransformComponent):
         "DEFAULT_REMEDY).",
     )
     k_aug: int = Field(default=2, description="KB passages per flagged entity.")
-    kb: str | None = Field(default=None, description="KB folder or passages file.")
+    kb: str | None = Field(
+        default=None,
+        description="A shipped KB by name (wikipedia, wikipedia+places), a KB folder or a "
+        "passages file.",
+    )
+    kb_match: str = Field(
+        default=_ARGUS_DEFAULTS["kb_match"],
+        description="How a mention finds KB passages: bm25 (title, then BM25 word matches) or "
+        "title (only passages known by its exact name).",
+    )
     kb_fingerprint: str = Field(default="", description="Identity of the KB's content.")
     context_threshold: float | None = Field(default=None, description="Context check cut-off.")
     max_views: int | None = Field(

@@ -239,10 +239,17 @@ class AdapterContract:
         from argus_ir.pipeline import Argus
 
         class BrokenKB(ReferenceKB):
-            def lookup(self, surface: str, k: int = 2) -> list[tuple[Passage, float]]:
+            def lookup(
+                self,
+                surface: str,
+                k: int = 2,
+                *,
+                label: str | None = None,
+                context: str | None = None,
+            ) -> list[tuple[Passage, float]]:
                 if surface == "Marie Curie":
                     raise RuntimeError("KB shard offline")
-                return super().lookup(surface, k)
+                return super().lookup(surface, k, label=label, context=context)
 
         kb = ReferenceKB.load(kb_path)
         broken = BrokenKB(kb.passages, kb.index, kb.fingerprint)

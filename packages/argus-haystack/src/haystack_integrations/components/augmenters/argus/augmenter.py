@@ -49,6 +49,7 @@ class ArgusAugmenter:
         remedy: str = _ARGUS_DEFAULTS["remedy"],
         k_aug: int = 2,
         kb: str | None = None,
+        kb_match: str = _ARGUS_DEFAULTS["kb_match"],
         context_threshold: float | None = None,
         max_views: int | None = _ARGUS_DEFAULTS["max_views"],
         targeting: str = DEFAULT_TARGETING,
@@ -72,7 +73,10 @@ class ArgusAugmenter:
         :param remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or
             ``"synthesis"``.
         :param k_aug: KB passages per flagged entity.
-        :param kb: A saved KB folder or a passages file (default: the shipped Wikipedia KB).
+        :param kb: A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a saved KB
+            folder or a passages file (default: ``argus_ir.places.DEFAULT_KB``).
+        :param kb_match: ``"bm25"`` (a passage titled with the mention, then BM25 word matches)
+            or ``"title"`` (only passages known by the mention's exact name).
         :param context_threshold: Drop KB passages less similar than this to the document.
         :param max_views: At most this many views per document, riskiest entities first (``None``:
             no budget).
@@ -97,6 +101,7 @@ class ArgusAugmenter:
         self.remedy = remedy
         self.k_aug = k_aug
         self.kb = kb
+        self.kb_match = kb_match
         self.context_threshold = context_threshold
         self.max_views = max_views
         self.targeting = targeting
@@ -121,6 +126,7 @@ class ArgusAugmenter:
             "remedy": self.remedy,
             "k_aug": self.k_aug,
             "kb": self.kb,
+            "kb_match": self.kb_match,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
             "targeting": self.targeting,

