@@ -225,7 +225,7 @@ def test_load_beir_counts_what_it_leaves_out_and_reads_integer_ids(tmp_path):
         "queries without judgements in test": 1,
         "judged queries missing from the queries file": 1,
         "documents with neither title nor text (indexed, nothing to diagnose)": 1,
-        "documents with a title but no text (title indexed and diagnosed alone)": 1,
+        "documents with a title but no text (title indexed; not diagnosed, no views)": 1,
     }
 
 

@@ -374,3 +374,24 @@ def test_ctrl_c_prints_the_resume_note_and_no_traceback(shared_data, tmp_path):
     assert proc.returncode == 130
     assert "the same command resumes after them" in err and "argus augment: interrupted" in err
     assert "Traceback" not in err
+
+
+def test_a_title_without_text_passes_through_without_views(tmp_path):
+    """A row with a title and no text has nothing of its own to describe: no diagnosis, no views
+    (as the adapters skip an empty text), counted; the row beside it is augmented as before."""
+    rows = [
+        {"_id": "t", "title": "Marie Curie and Niels Bohr in Lyon", "text": ""},
+        {"_id": "f", "title": "", "text": "Marie Curie met Niels Bohr in Lyon and Copenhagen."},
+    ]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    from argus_ir import Argus
+
+    loose = Argus(remedy="descriptor", tau=1.0)  # every entity flagged
+    summary = augment_file(loose, corpus, out)
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    sources = [r["metadata"]["argus_source_id"] for r in written]
+    assert sources.count("t") == 1 and sources.count("f") >= 2
+    assert summary.stats.no_text == 1
+    assert [d.entities for d in loose.diagnose(rows[:1])] == [()]

@@ -933,6 +933,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
             if stats.kb_sources
             else ""
         )
+        + (f", {stats.no_text} without text passed through" if stats.no_text else "")
         + (
             f", {stats.passed_through} records of an earlier run passed through"
             if stats.passed_through

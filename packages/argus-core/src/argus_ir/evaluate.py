@@ -189,7 +189,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         sum(not d.index_text.strip() for d in corpus),
     )
     note(
-        "documents with a title but no text (title indexed and diagnosed alone)",
+        "documents with a title but no text (title indexed; not diagnosed, no views)",
         sum(bool(d.title.strip()) and not d.text.strip() for d in corpus),
     )
     return BeirData(

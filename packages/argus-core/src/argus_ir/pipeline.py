@@ -325,8 +325,9 @@ class Argus:
                 bar.update(len(batch))
 
     def _diagnose(self, batch: list[Document]) -> list[Diagnosis]:
-        """Diagnoses in batch order; a record of an earlier run's output gets an empty one."""
-        todo = [d for d in batch if not _earlier_output(d)]
+        """Diagnoses in batch order; a record of an earlier run's output, or one with no text
+        (a title alone: nothing of the document to describe), gets an empty one."""
+        todo = [d for d in batch if not _earlier_output(d) and d.text.strip()]
         done = self.diagnoser.diagnose([d.index_text for d in todo], [d.id for d in todo])
         by_id = {d.doc_id: d for d in done}
         if len(by_id) == len(batch):
@@ -387,6 +388,7 @@ class Argus:
         stats = RemedyStats() if stats is None else stats
         batches = self._batches(documents, show_progress, total=total, done=done)
         for batch, diagnoses in self._targeted(batches, pool):
+            stats.no_text += sum(1 for d in batch if not d.text.strip() and not _earlier_output(d))
             # records of an earlier run's output pass through as read: no views of views, and no
             # second set of views for an original that already has its own
             todo = [

@@ -127,6 +127,8 @@ class RemedyStats:
         passed_through: Input records an earlier run wrote (they carry ``argus_view`` in their
             metadata: its originals and views), written back as read: no diagnosis, no views of
             views.
+        no_text: Documents without text (empty, or a title alone): passed through, not
+            diagnosed, no views.
         kb_sources: Flagged forms answered per KB source, for a KB of several sources
             (:class:`~argus_ir.places.CompositeKB`: ``{"wikipedia": 120, "places": 41}``).
     """
@@ -142,6 +144,7 @@ class RemedyStats:
     llm_unchanged: int = 0
     fallbacks: int = 0
     passed_through: int = 0
+    no_text: int = 0
     fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
     kb_sources: dict[str, int] = field(default_factory=dict)
