@@ -395,3 +395,47 @@ def test_a_title_without_text_passes_through_without_views(tmp_path):
     assert sources.count("t") == 1 and sources.count("f") >= 2
     assert summary.stats.no_text == 1
     assert [d.entities for d in loose.diagnose(rows[:1])] == [()]
+
+
+class _Poisoned:
+    """The real spaCy mentions, except that a text holding "POISON" makes the call raise (as a
+    backend bug on one odd document would)."""
+
+    def __init__(self, real):
+        self.real, self.labels = real, real.labels
+
+    def extract(self, texts, *, show_progress=False):
+        if any("POISON" in t for t in texts):
+            raise RuntimeError("tokenizer choked")
+        return self.real.extract(texts, show_progress=show_progress)
+
+
+def test_one_document_whose_diagnosis_raises_is_kept_and_reported(argus, shared_data, tmp_path):
+    from argus_ir import Argus
+    from argus_ir.diagnose import Diagnoser
+
+    real = argus.diagnoser
+    poisoned = Argus(remedy="descriptor", batch_size=16)
+    poisoned._loaded.update(argus._loaded)
+    poisoned._loaded["diagnoser"] = Diagnoser(
+        real.encoder, real.probe, _Poisoned(real.mentions), tau=real.tau
+    )
+    rows = _rich_corpus(shared_data, tmp_path / "c.jsonl", 20)
+    rows[5]["text"] += " POISON"
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    out = tmp_path / "out.jsonl"
+    summary = augment_file(poisoned, tmp_path / "c.jsonl", out)
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    originals = [r for r in written if r["metadata"]["argus_view"] == "original"]
+    assert [r["id"] for r in originals] == [r["id"] for r in rows]  # every original, in order
+    sources = [r["metadata"]["argus_source_id"] for r in written]
+    assert sources.count(rows[5]["id"]) == 1  # the poisoned one: no views
+    assert summary.stats.views > 0  # its batch-mates still got theirs
+    assert summary.stats.failures == [(rows[5]["id"], "diagnosis: RuntimeError: tokenizer choked")]
+
+    # when every document fails alone, the fault is not theirs: the error stops the run
+    for r in rows:
+        r["text"] += " POISON"
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    with pytest.raises(RuntimeError, match="tokenizer choked"):
+        augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out2.jsonl")

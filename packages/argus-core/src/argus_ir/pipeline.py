@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field, fields
@@ -43,6 +44,8 @@ from argus_ir.remedy import (
 )
 from argus_ir.synthesis import PROMPT_VERSION
 from argus_ir.targeting import DEFAULT_TARGETING, TARGETINGS
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Argus", "DocumentLike", "as_documents"]
 
@@ -324,16 +327,46 @@ class Argus:
                 yield batch
                 bar.update(len(batch))
 
-    def _diagnose(self, batch: list[Document]) -> list[Diagnosis]:
+    def _diagnose(
+        self, batch: list[Document], failures: list[tuple[str, str]] | None = None
+    ) -> list[Diagnosis]:
         """Diagnoses in batch order; a record of an earlier run's output, or one with no text
-        (a title alone: nothing of the document to describe), gets an empty one."""
+        (a title alone: nothing of the document to describe), gets an empty one.
+
+        With ``failures``, a batch whose diagnosis raises is diagnosed again document by
+        document: a document that fails alone gets an empty diagnosis (it passes through without
+        views) and ``(id, error)`` in ``failures``. When every document fails alone, the fault is
+        not theirs (a broken probe, a missing model) and the first error is raised.
+        """
         todo = [d for d in batch if not _earlier_output(d) and d.text.strip()]
-        done = self.diagnoser.diagnose([d.index_text for d in todo], [d.id for d in todo])
+        try:
+            done = self.diagnoser.diagnose([d.index_text for d in todo], [d.id for d in todo])
+        except Exception:
+            if failures is None or not todo:
+                raise
+            done = self._diagnose_one_by_one(todo, failures)
         by_id = {d.doc_id: d for d in done}
         if len(by_id) == len(batch):
             return done
         empty = np.zeros(0, dtype=np.float32)
         return [by_id.get(d.id) or Diagnosis(d.id, (), self.diagnoser.tau, empty) for d in batch]
+
+    def _diagnose_one_by_one(
+        self, todo: list[Document], failures: list[tuple[str, str]]
+    ) -> list[Diagnosis]:
+        done, failed, first = [], [], None
+        for doc in todo:
+            try:
+                done += self.diagnoser.diagnose([doc.index_text], [doc.id])
+            except Exception as exc:
+                first = first or exc
+                failed.append((doc.id, f"diagnosis: {type(exc).__name__}: {exc}"))
+        if not done and first is not None:
+            raise first
+        for doc_id, error in failed:
+            logger.warning("could not diagnose document %r (%s); kept without views", doc_id, error)
+        failures += failed
+        return done
 
     def diagnose(self, documents: Iterable[DocumentLike]) -> Iterator[Diagnosis]:
         """Diagnose documents batch by batch (yields one :class:`Diagnosis` per document)."""
@@ -387,7 +420,7 @@ class Argus:
         """
         stats = RemedyStats() if stats is None else stats
         batches = self._batches(documents, show_progress, total=total, done=done)
-        for batch, diagnoses in self._targeted(batches, pool):
+        for batch, diagnoses in self._targeted(batches, pool, stats.failures):
             stats.no_text += sum(1 for d in batch if not d.text.strip() and not _earlier_output(d))
             # records of an earlier run's output pass through as read: no views of views, and no
             # second set of views for an original that already has its own
@@ -425,6 +458,7 @@ class Argus:
         self,
         batches: Iterable[list[Document]],
         pool: Iterable[DocumentLike] | None = None,
+        failures: list[tuple[str, str]] | None = None,
     ) -> Iterator[tuple[list[Document], list[Diagnosis]]]:
         """Each batch with its diagnoses, flagged by the configured targeting.
 
@@ -435,7 +469,7 @@ class Argus:
         """
         if self.targeting == "probe":
             for batch in batches:
-                yield batch, self._diagnose(batch)
+                yield batch, self._diagnose(batch, failures)
             return
         from argus_ir import targeting
 
@@ -447,12 +481,13 @@ class Argus:
         )
         if pool is not None:
             for batch in self._batches(pool, False):
-                reach.add(self._diagnose(batch))
+                # failures here were reported by the run that wrote these documents
+                reach.add(self._diagnose(batch, None if failures is None else []))
                 if reach.full:
                     break
         held: list[tuple[list[Document], list[Diagnosis]]] = []
         for batch in batches:
-            diagnoses = self._diagnose(batch)
+            diagnoses = self._diagnose(batch, failures)
             if not reach.full:
                 reach.add(diagnoses)
                 held.append((batch, diagnoses))
@@ -477,7 +512,7 @@ class Argus:
         """Dry run: yield each document's diagnosis and how many views it would get (no LLM)."""
         stats = RemedyStats() if stats is None else stats
         batches = self._batches(documents, show_progress, total=total)
-        for _, diagnoses in self._targeted(batches):
+        for _, diagnoses in self._targeted(batches, failures=stats.failures):
             counts = plan_remedy(
                 diagnoses,
                 self._get("kb"),
