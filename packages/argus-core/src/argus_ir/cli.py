@@ -877,6 +877,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         batch_size=args.docs_per_batch,
         show_progress=not args.quiet,
     )
+    argus.load()  # every model and the KB now: a missing extra fails before any document
     settings = {
         "retriever": args.model,
         "probe": args.probe or f"shipped k={args.k}",
