@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -515,3 +516,26 @@ def test_augment_loads_the_kb_before_reading_the_corpus(tmp_path, capsys):
     assert main(["augment", str(corpus), "--out", str(out), "--kb", str(kb)]) == 1
     err = capsys.readouterr().err
     assert "passages.jsonl:1" in err and "c.jsonl:2" not in err
+
+
+def _broken_beir(root: Path) -> Path:
+    """A BEIR folder whose corpus breaks on line 2: reading it at all would say so."""
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text('{"_id": "a", "text": "Bled."}\n{"_id": "b", "te\n')
+    (root / "queries.jsonl").write_text('{"_id": "q", "text": "a town in Slovenia"}\n')
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\ta\t1\n")
+    return root
+
+
+def test_evaluate_checks_extras_and_kbs_before_reading_any_data(tmp_path, capsys, monkeypatch):
+    beir = _broken_beir(tmp_path / "beir")
+    out = tmp_path / "out"
+    missing = str(tmp_path / "no-such-kb.jsonl")
+    args = ["evaluate", str(beir), "--out", str(out), "--variant", f"descriptor kb={missing}"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "no-such-kb.jsonl" in err and "corpus.jsonl:2" not in err
+    monkeypatch.setitem(sys.modules, "ir_measures", None)
+    assert main(["evaluate", str(beir), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "argus-ir[eval]" in err and "corpus.jsonl:2" not in err

@@ -1038,12 +1038,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from argus_ir._optional import require
     from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
     from argus_ir.evaluate import evaluate, parse_ablations, parse_variant, write_results
+    from argus_ir.pipeline import _kb_fingerprint
 
     require("ir_measures", "eval")  # before any embedding
     remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())
     ablations = parse_ablations(args.ablate)
+    kbs = [args.kb, *ablations.get("kb", ())]
     for spec in args.variant:
-        parse_variant(spec)  # a bad spec fails before any work
+        kbs.append(parse_variant(spec)[2].get("kb", args.kb))  # a bad spec fails before any work
+    for kb in dict.fromkeys(kbs):  # a missing KB file or extra, too
+        _kb_fingerprint(kb)
     discount = DEFAULT_VIEW_DISCOUNT if args.view_discount is None else args.view_discount
     results: list[Any] = []
     for data in _beir_datasets(args):
