@@ -263,6 +263,36 @@ class AdapterContract:
         assert "KB shard offline" in stats["failures"][0][1]
         assert {v.metadata["argus_source_id"] for v in self._views(records)} == {"bogart"}
 
+    def test_a_document_whose_diagnosis_raises_is_kept_and_reported(self, adapter, kb_path):
+        from argus_ir.diagnose import Diagnoser
+        from argus_ir.pipeline import Argus
+
+        class Choking:
+            """The real mentions, except that a text holding "Curie" makes the call raise."""
+
+            def __init__(self, real: Any) -> None:
+                self.real, self.labels = real, real.labels
+
+            def extract(self, texts: Any, *, show_progress: bool = False) -> Any:
+                if any("Curie" in t for t in texts):
+                    raise RuntimeError("tokenizer choked")
+                return self.real.extract(texts, show_progress=show_progress)
+
+        argus = Argus(kb=str(kb_path), tau=1.0)
+        real = argus.diagnoser
+        argus._loaded["diagnoser"] = Diagnoser(
+            real.encoder, real.probe, Choking(real.mentions), tau=real.tau
+        )
+        fresh = self.make_adapter(kb=str(kb_path))
+        self.use_argus(fresh, argus)
+        docs = [self.make_document("curie", CURIE, {}), self.make_document("bogart", BOGART, {})]
+        out, stats = self.run(fresh, docs)
+        records = self._records(out)
+        assert [r.id for r in records if "argus_view" not in r.metadata] == ["curie", "bogart"]
+        failures = [tuple(f) for f in stats["failures"]]
+        assert failures == [("curie", "diagnosis: RuntimeError: tokenizer choked")]
+        assert {v.metadata["argus_source_id"] for v in self._views(records)} == {"bogart"}
+
     def test_collapse_folds_views_into_their_source(self, adapter, output):
         docs = output[0]
         records = self._records(docs)
