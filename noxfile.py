@@ -181,6 +181,7 @@ BENCHMARKS = {
     "coverage": "coverage_bench.py",
     "probe-scaling": "probe_scaling.py",
     "scale": "scale_bench.py",
+    "kb": "kb_bench.py",
 }
 
 

@@ -94,6 +94,7 @@ WIKI = [
     # BM25 bait: a passage that shares the word "Bled" without being about the town
     Passage("Bled Dry", "Bled Dry", "Bled Dry is a 2003 album; the record bled money.", "album"),
     Passage("Martin", "Martin Heidegger", "German philosopher, author of Being and Time.", ""),
+    Passage("Garnier", "Palais Garnier", "The opera house of Paris, opened in 1875.", ""),
 ]
 
 
@@ -132,9 +133,10 @@ def test_title_matching_drops_word_matches(composite, wiki):
     assert titled.lookup("Martin", label="PERSON") == []  # only a BM25 word match
     assert titled.lookup("Bled", label="PERSON") == []
     assert titled.lookup("Bled", label="GPE")[0][0].title == "Bled"
-    assert titled.lookup("Paris", label="PERSON") == wiki.lookup("Paris")
+    assert [p.id for p, _ in wiki.lookup("Paris")] == ["Paris", "Garnier"]
+    assert titled.lookup("Paris", label="PERSON") == wiki.lookup("Paris")[:1]  # by name only
     plain = match_titles(wiki, "title")
-    assert plain.lookup("Martin") == [] and plain.lookup("Paris") == wiki.lookup("Paris")
+    assert plain.lookup("Martin") == [] and plain.lookup("Paris") == wiki.lookup("Paris")[:1]
     assert match_titles(wiki, "bm25") is wiki
     assert titled.fingerprint != composite.fingerprint
     with pytest.raises(ArgusInputError, match="kb_match"):

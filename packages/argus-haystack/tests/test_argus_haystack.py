@@ -358,3 +358,64 @@ def test_a_lone_surrogate_in_one_document_keeps_every_document():
     good = Document(id="sci-2", content=dict(SCENARIO.documents)["sci-2"])
     out = ArgusAugmenter(progress_bar=False, **SCENARIO.settings).run(documents=[bad, good])
     assert out["documents"][0] is bad and good in out["documents"]  # it used to raise TypeError
+
+
+def _wiki() -> InMemoryDocumentStore:
+    """A user's own knowledge: a product wiki in an in-memory document store."""
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [
+            Document(
+                id="wiki-7",
+                content="Quarkon is the company's battery controller for e-bikes.",
+                meta={"title": "Quarkon", "description": "battery controller for e-bikes"},
+            ),
+            Document(
+                id="wiki-8",
+                content="Lumora is the lighting line sold since 2019.",
+                meta={"title": "Lumora", "description": "lighting product line"},
+            ),
+            Document(
+                id="d1#argus-0123456789abcdef",
+                content="Quarkon Quarkon, a view argus wrote earlier.",
+                meta={"argus_view": "descriptor", "title": "Quarkon"},
+            ),
+        ]
+    )
+    return store
+
+
+@pytest.mark.parametrize("as_retriever", [True, False])
+def test_a_retriever_component_or_store_is_the_kb(as_retriever):
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+
+    store = _wiki()
+    kb = InMemoryBM25Retriever(store) if as_retriever else store
+    augmenter = ArgusAugmenter(
+        kb=kb, kb_fingerprint="wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
+    )
+    doc = Document(id="t1", content="Anna Berg fixed the Quarkon firmware in Vienna.")
+    out = augmenter.run(documents=[doc])["documents"]
+    assert out[0] == doc
+    (view,) = [d for d in out if d.meta.get("argus_source_id") == "t1" and d.id != "t1"]
+    assert "Quarkon (battery controller for e-bikes)" in view.content
+    assert view.meta["argus_kb_id"] == "wiki-7"  # not the earlier view that repeats the name
+    assert augmenter._argus.settings_card()["kb"] == "wiki-v1"
+
+
+def test_a_retriever_kb_round_trips_through_yaml():
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+
+    pipe = Pipeline()
+    pipe.add_component(
+        "argus", ArgusAugmenter(kb=InMemoryBM25Retriever(_wiki(), top_k=3), kb_fingerprint="w1")
+    )
+    loaded = Pipeline.loads(pipe.dumps())
+    augmenter = loaded.get_component("argus")
+    assert isinstance(augmenter.kb, InMemoryBM25Retriever) and augmenter.kb.top_k == 3
+    assert augmenter.kb_fingerprint == "w1"
+    assert loaded.to_dict() == pipe.to_dict()
+    with pytest.raises(TypeError, match="retriever component or an InMemoryDocumentStore"):
+        from haystack_integrations.components.augmenters.argus.kb import store_kb
+
+        store_kb(object())

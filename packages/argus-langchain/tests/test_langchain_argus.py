@@ -293,3 +293,58 @@ def test_a_lone_surrogate_in_one_document_keeps_every_document():
     good = Document(page_content=dict(SCENARIO.documents)["sci-2"], id="sci-2")
     out = ArgusDocumentTransformer(**SCENARIO.settings).transform_documents([bad, good])
     assert out[0] is bad and good in out  # originals as they came (it used to raise TypeError)
+
+
+def _wiki_store(embeddings: Embeddings) -> InMemoryVectorStore:
+    """A user's own knowledge: a product wiki in a LangChain vector store."""
+    store = InMemoryVectorStore(embedding=embeddings)
+    store.add_documents(
+        [
+            Document(
+                id="wiki-7",
+                page_content="Quarkon is the company's battery controller for e-bikes.",
+                metadata={"title": "Quarkon", "description": "battery controller for e-bikes"},
+            ),
+            Document(
+                id="wiki-8",
+                page_content="Lumora is the lighting line sold since 2019.",
+                metadata={"title": "Lumora", "description": "lighting product line"},
+            ),
+            Document(
+                id="d1#argus-0123456789abcdef",
+                page_content="A view written by argus earlier.",
+                metadata={"argus_view": "descriptor", "argus_source_id": "d1", "title": "Quarkon"},
+            ),
+        ]
+    )
+    return store
+
+
+def test_a_vector_store_is_the_kb(embeddings):
+    """Real store, real embeddings, real NER: the mention is looked up in the store, the hit's
+    description lands in the view, its store id in the lineage; argus's own views are skipped."""
+    store = _wiki_store(embeddings)
+    doc = Document(id="t1", page_content="Anna Berg fixed the Quarkon firmware in Vienna.")
+    step = ArgusDocumentTransformer(
+        kb=store, kb_fingerprint="product-wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
+    )
+    out = step.transform_documents([doc])
+    assert out[0] is doc
+    views = [d for d in out[1:] if d.metadata["argus_source_id"] == "t1"]
+    assert len(views) == 1
+    assert "Quarkon (battery controller for e-bikes)" in views[0].page_content
+    assert views[0].metadata["argus_kb_id"] == "wiki-7"  # Vienna, Anna Berg: no title match
+    assert step.argus.settings_card()["kb"] == "product-wiki-v1"
+    assert step.argus.reference_kb.passage("d1#argus-0123456789abcdef") is None
+
+
+def test_a_retriever_is_the_kb_with_its_own_k(embeddings):
+    store = _wiki_store(embeddings)
+    retriever = store.as_retriever(search_kwargs={"k": 1})
+    step = ArgusDocumentTransformer(kb=retriever, remedy="descriptor", tau=1.0)
+    kb = step.argus.reference_kb
+    assert [p.id for p, _ in kb.lookup("Lumora", 2)] == ["wiki-8"]  # the retriever's k = 1
+    assert kb.passage("wiki-8").description == "lighting product line"
+    assert kb.fingerprint.startswith("langchain:")
+    with pytest.raises(ValueError):
+        ArgusDocumentTransformer(kb=42)

@@ -11,6 +11,7 @@ import pytest
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
+from llama_index.core.ingestion.pipeline import get_transformation_hash
 from llama_index.core.schema import (
     Document,
     MetadataMode,
@@ -378,3 +379,49 @@ def test_a_lone_surrogate_in_one_node_keeps_every_node():
     # node passes through alone and the reason is reported
     assert not [n for n in out if n.metadata.get("argus_source_id") == "bad" and n is not bad]
     assert [f[0] for f in transform.last_stats["failures"]] == ["bad"]
+
+
+def _wiki_index(embed_model) -> VectorStoreIndex:
+    """A user's own knowledge: a product wiki in a LlamaIndex vector index."""
+    nodes = [
+        TextNode(
+            id_="wiki-7",
+            text="Quarkon is the company's battery controller for e-bikes.",
+            metadata={"title": "Quarkon", "description": "battery controller for e-bikes"},
+        ),
+        TextNode(
+            id_="wiki-8",
+            text="Lumora is the lighting line sold since 2019.",
+            metadata={"title": "Lumora", "description": "lighting product line"},
+        ),
+        TextNode(
+            id_="d1#argus-0123456789abcdef",
+            text="Quarkon, a view argus wrote earlier.",
+            metadata={"argus_view": "descriptor", "title": "Quarkon"},
+        ),
+    ]
+    return VectorStoreIndex(nodes, embed_model=embed_model)
+
+
+@pytest.mark.parametrize("as_retriever", [True, False])
+def test_an_index_or_retriever_is_the_kb(embed_model, as_retriever):
+    index = _wiki_index(embed_model)
+    kb = index.as_retriever(similarity_top_k=3) if as_retriever else index
+    transform = ArgusTransform(
+        kb=kb, kb_fingerprint="wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
+    )
+    doc = TextNode(id_="t1", text="Anna Berg fixed the Quarkon firmware in Vienna.")
+    out = transform([doc])
+    assert out[0] is doc
+    (view,) = out[1:]
+    assert "Quarkon (battery controller for e-bikes)" in view.text
+    assert view.metadata["argus_kb_id"] == "wiki-7"
+    assert transform.argus.settings_card()["kb"] == "wiki-v1"
+    # the cache key carries the fingerprint, not the object
+    assert transform.to_dict()["kb"] == "store:wiki-v1"
+    other = ArgusTransform(
+        kb=kb, kb_fingerprint="wiki-v2", kb_match="title", remedy="descriptor", tau=1.0
+    )
+    assert get_transformation_hash([doc], transform) != get_transformation_hash([doc], other)
+    with pytest.raises(ValueError, match="LlamaIndex retriever or index"):
+        ArgusTransform(kb=42)

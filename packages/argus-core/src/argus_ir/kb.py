@@ -118,7 +118,7 @@ def ask(
 
 
 @functools.lru_cache(maxsize=64)
-def _takes_context(kind: type) -> bool:
+def _takes_context(kind: type[Any]) -> bool:
     try:
         params = inspect.signature(kind.lookup).parameters
     except (TypeError, ValueError):

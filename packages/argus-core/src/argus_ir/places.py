@@ -313,8 +313,9 @@ class CompositeKB:
             (``False``: only exact names answer; see :data:`KB_MATCHES`).
 
     A lookup walks the route twice: first for a source that knows the form exactly (a passage
-    titled with it, a place of that name) and answers from it; else (with ``fuzzy``) it takes the
-    first source whose own lookup returns anything (the BM25 KB's word matches). A route of one
+    titled with it, a place of that name) and answers from it (without ``fuzzy``: with that one
+    passage alone); else (with ``fuzzy``) it takes the first source whose own lookup returns
+    anything (the BM25 KB's word matches). A route of one
     source is that source's lookup, unchanged. ``hits`` counts the answers per source.
     """
 
@@ -386,7 +387,8 @@ class CompositeKB:
                 hits = ask(source, surface, k, label=label, context=context)
                 if hits:
                     self.hits[name] += 1
-                    return hits
+                    # by name only: the one passage known by it (a titled passage comes first)
+                    return hits if self.fuzzy else hits[:1]
         return []
 
 
@@ -399,7 +401,7 @@ def _knows(source: Any, surface: str) -> bool:
 
 KB_MATCHES = ("bm25", "title")
 """How a mention finds KB passages: ``"bm25"`` (the paper's: a passage titled with the mention
-first, then BM25 matches of its words) or ``"title"`` (only a passage or place known by the
+first, then BM25 matches of its words) or ``"title"`` (one passage, the one known by the
 mention's exact name; a mention the KB does not know by name gets nothing)."""
 DEFAULT_KB_MATCH = "bm25"
 

@@ -7,16 +7,19 @@ from dataclasses import fields
 from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.synthesis import PROMPT_VERSION
 from argus_ir.targeting import DEFAULT_TARGETING
+from langchain_argus.kb import store_kb
 
 __all__ = ["ArgusDocumentTransformer"]
 
-_ARGUS_DEFAULTS = {f.name: f.default for f in fields(Argus) if f.init}
+_ARGUS_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Argus) if f.init}
 
 
 class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
@@ -38,7 +41,9 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         >>> docs = argus.transform_documents(documents)  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+    )
 
     retriever: str = "minilm"
     """The retriever your index uses (alias, model id or folder): ``"minilm"``, ``"mpnet"``..."""
@@ -48,9 +53,14 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     tau: float | None = None
     remedy: str = _ARGUS_DEFAULTS["remedy"]
     k_aug: int = 2
-    kb: str | None = None
-    """A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a KB folder or a passages
-    file (default: ``argus_ir.places.DEFAULT_KB``)."""
+    kb: str | VectorStore | BaseRetriever | None = None
+    """A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a KB folder, a passages
+    file, or your own knowledge as a LangChain ``VectorStore`` or ``BaseRetriever`` (asked with
+    each flagged mention; see :func:`langchain_argus.kb.store_kb`). Default:
+    ``argus_ir.places.DEFAULT_KB``."""
+    kb_fingerprint: str | None = None
+    """With a store as ``kb``: its content's identity in view ids (default: the store's class);
+    give a new one when the store's content changes."""
     kb_match: str = _ARGUS_DEFAULTS["kb_match"]
     """``"bm25"`` (a passage titled with the mention, then BM25 word matches) or ``"title"``
     (only passages known by the mention's exact name)."""
@@ -75,8 +85,16 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ArgusDocumentTransformer:
-        Argus(**self.model_dump())  # the facade checks its settings; it loads nothing
+        Argus(**self._settings())  # the facade checks its settings; it loads nothing
         return self
+
+    def _settings(self) -> dict[str, Any]:
+        """The :class:`argus_ir.Argus` settings (a store as ``kb`` wrapped as a KB)."""
+        names = {f.name for f in fields(Argus) if f.init}
+        out = {n: getattr(self, n) for n in type(self).model_fields if n in names}
+        if isinstance(self.kb, VectorStore | BaseRetriever):
+            out["kb"] = store_kb(self.kb, self.kb_fingerprint)
+        return out
 
     @classmethod
     def from_argus(cls, argus: Argus) -> ArgusDocumentTransformer:
@@ -94,7 +112,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     def argus(self) -> Argus:
         """The :class:`argus_ir.Argus` behind this step (built from the fields on first use)."""
         if self._argus is None:
-            self._argus = Argus(**self.model_dump())
+            self._argus = Argus(**self._settings())
         return self._argus
 
     @property

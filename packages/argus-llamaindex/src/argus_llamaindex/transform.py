@@ -7,7 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from llama_index.core.schema import BaseNode, NodeRelationship, TextNode, TransformComponent
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from argus_ir import Argus
 from argus_ir.integration import (
@@ -19,10 +19,11 @@ from argus_ir.integration import (
 )
 from argus_ir.synthesis import PROMPT_VERSION
 from argus_ir.targeting import DEFAULT_TARGETING
+from argus_llamaindex.kb import is_store, store_kb
 
 __all__ = ["ArgusTransform"]
 
-_ARGUS_DEFAULTS = {f.name: f.default for f in fields(Argus) if f.init}
+_ARGUS_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Argus) if f.init}
 
 
 class ArgusTransform(TransformComponent):
@@ -57,10 +58,11 @@ class ArgusTransform(TransformComponent):
         "DEFAULT_REMEDY).",
     )
     k_aug: int = Field(default=2, description="KB passages per flagged entity.")
-    kb: str | None = Field(
+    kb: Any = Field(
         default=None,
-        description="A shipped KB by name (wikipedia, wikipedia+places), a KB folder or a "
-        "passages file.",
+        description="A shipped KB by name (wikipedia, wikipedia+places), a KB folder, a "
+        "passages file, or a LlamaIndex retriever or index holding your own knowledge (asked "
+        "with each flagged mention; in the cache key as its kb_fingerprint).",
     )
     kb_match: str = Field(
         default=_ARGUS_DEFAULTS["kb_match"],
@@ -95,6 +97,21 @@ class ArgusTransform(TransformComponent):
     _argus: Argus | None = PrivateAttr(default=None)
     _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
 
+    @field_validator("kb")
+    @classmethod
+    def _check_kb(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str) or is_store(value):
+            return value
+        raise ValueError(
+            f"kb must be a KB name, folder or file, or a LlamaIndex retriever or index; got "
+            f"{type(value).__name__}"
+        )
+
+    @field_serializer("kb")
+    def _serialise_kb(self, value: Any) -> Any:
+        # a retriever or index is not data: the cache key carries its fingerprint instead
+        return f"store:{self.kb_fingerprint}" if is_store(value) else value
+
     @model_validator(mode="after")
     def _fingerprint(self) -> ArgusTransform:
         self._read_fingerprints(keep_given=True)  # validates the settings; reads files, no model
@@ -120,7 +137,10 @@ class ArgusTransform(TransformComponent):
 
     def _facade(self) -> Argus:
         names = {f.name for f in fields(Argus) if f.init} & set(type(self).model_fields)
-        return Argus(**{name: getattr(self, name) for name in names})
+        settings = {name: getattr(self, name) for name in names}
+        if is_store(self.kb):
+            settings["kb"] = store_kb(self.kb, self.kb_fingerprint or None)
+        return Argus(**settings)
 
     @property
     def argus(self) -> Argus:

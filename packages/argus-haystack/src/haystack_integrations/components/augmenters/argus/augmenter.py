@@ -11,12 +11,18 @@ from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.synthesis import PROMPT_VERSION
 from argus_ir.targeting import DEFAULT_TARGETING
+from haystack_integrations.components.augmenters.argus.kb import (
+    is_store,
+    kb_from_dict,
+    kb_to_dict,
+    store_kb,
+)
 
 __all__ = ["ArgusAugmenter"]
 
 logger = logging.getLogger(__name__)
 
-_ARGUS_DEFAULTS = {f.name: f.default for f in fields(Argus) if f.init}
+_ARGUS_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Argus) if f.init}
 
 
 @component
@@ -48,7 +54,8 @@ class ArgusAugmenter:
         tau: float | None = None,
         remedy: str = _ARGUS_DEFAULTS["remedy"],
         k_aug: int = 2,
-        kb: str | None = None,
+        kb: Any = None,
+        kb_fingerprint: str | None = None,
         kb_match: str = _ARGUS_DEFAULTS["kb_match"],
         context_threshold: float | None = None,
         max_views: int | None = _ARGUS_DEFAULTS["max_views"],
@@ -74,7 +81,11 @@ class ArgusAugmenter:
             ``"synthesis"``.
         :param k_aug: KB passages per flagged entity.
         :param kb: A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a saved KB
-            folder or a passages file (default: ``argus_ir.places.DEFAULT_KB``).
+            folder, a passages file, or your own knowledge as a retriever component or an
+            ``InMemoryDocumentStore`` (asked with each flagged mention; serialised with the
+            component). Default: ``argus_ir.places.DEFAULT_KB``.
+        :param kb_fingerprint: With a component or store as ``kb``: its content's identity in view
+            ids (default: its class); give a new one when the store's content changes.
         :param kb_match: ``"bm25"`` (a passage titled with the mention, then BM25 word matches)
             or ``"title"`` (only passages known by the mention's exact name).
         :param context_threshold: Drop KB passages less similar than this to the document.
@@ -101,6 +112,7 @@ class ArgusAugmenter:
         self.remedy = remedy
         self.k_aug = k_aug
         self.kb = kb
+        self.kb_fingerprint = kb_fingerprint
         self.kb_match = kb_match
         self.context_threshold = context_threshold
         self.max_views = max_views
@@ -125,7 +137,7 @@ class ArgusAugmenter:
             "tau": self.tau,
             "remedy": self.remedy,
             "k_aug": self.k_aug,
-            "kb": self.kb,
+            "kb": store_kb(self.kb, self.kb_fingerprint) if is_store(self.kb) else self.kb,
             "kb_match": self.kb_match,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
@@ -151,11 +163,16 @@ class ArgusAugmenter:
         """Serialise the component (its init parameters)."""
         settings = self._settings()
         settings["progress_bar"] = settings.pop("show_progress")
+        settings["kb"] = kb_to_dict(self.kb)
+        settings["kb_fingerprint"] = self.kb_fingerprint
         return default_to_dict(self, **settings)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ArgusAugmenter:
-        """Deserialise the component."""
+        """Deserialise the component (a retriever or store given as ``kb`` included)."""
+        init = data.get("init_parameters", {})
+        if "kb" in init:
+            init["kb"] = kb_from_dict(init["kb"])
         return default_from_dict(cls, data)
 
     @component.output_types(
