@@ -31,10 +31,11 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
 
     from argus_ir import Argus
     from argus_ir.kb import ask
-    from argus_ir.places import shipped_kb
+    from argus_ir.places import match_titles, shipped_kb
 
     argus = Argus()
     kbs = {name: shipped_kb(name) for name in KBS}
+    by_name = {name: match_titles(kb, "title") for name, kb in kbs.items()}
     rows = []
     for name in ("entity-lists", "msmarco5k", "scifact"):
         data = _load(name, shared, work)
@@ -55,6 +56,7 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
             }
             for kb_name, kb in kbs.items():
                 hits = ask(kb, risk.surface, 2, label=risk.label, context=text)
+                named = ask(by_name[kb_name], risk.surface, 2, label=risk.label, context=text)
                 if hits:
                     p = hits[0][0]
                     row["answers"][kb_name] = {
@@ -62,7 +64,8 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
                         "title": p.title,
                         "description": p.description,
                         "text": p.text[:200],
-                        "by_title": p.title.casefold().strip() == risk.surface.casefold().strip(),
+                        # what kb_match="title" answers: the same passage, by name
+                        "by_title": bool(named) and named[0][0].id == p.id,
                     }
             rows.append(row)
         print(f"{name}: {len(found)} flagged mentions, {min(per_set, len(found))} kept", flush=True)
@@ -87,7 +90,7 @@ def _score() -> None:
             rec = json.loads(line)
             labels[rec["key"]] = bool(rec["same"])
     print(
-        "| set | KB | mentions | hit rate | precision of hits (labelled) | by title: share, precision |"
+        "| set | KB | mentions | hit rate | precision of hits (labelled) | by name: share, precision |"
     )
     print("|---|---|---|---|---|---|")
     for name in ("entity-lists", "msmarco5k", "scifact"):

@@ -236,3 +236,13 @@ def test_augment_without_the_places_extra_stops_before_any_document(
     err = capsys.readouterr().err
     assert "pip install 'argus-ir[places]'" in err and "c.jsonl:2" not in err
     assert not out.parent.exists() or list(out.parent.iterdir()) == []
+
+
+def test_only_a_form_written_as_a_name_is_a_place(gazetteer):
+    """Lower-case forms a tagger mislabelled (a protein, a gene family) find no town whose
+    alternate name they spell; the capitalised name still does."""
+    assert gazetteer.lookup("Tallinn")[0][0].description == "capital of Estonia"
+    assert gazetteer.knows("Talin")  # an alternate name of Tallinn, written as a name
+    assert gazetteer.lookup("talin") == [] and gazetteer.lookup("miRNAs") == []
+    assert gazetteer.lookup("the Netherlands") != []
+    assert gazetteer.lookup("St Mary's church, ljubljana") == []  # no part written as a name

@@ -16,7 +16,9 @@ not know gets its gazetteer sentence instead of an unrelated passage.
 
 A name shared by several places (34 Springfields) gets one sense: the most populous of those whose
 country (or US state) the document names, else the most populous overall. A long span whose whole
-form is unknown is looked up by its comma parts ("St Mary's Church, Bled" finds Bled).
+form is unknown is looked up by its comma parts ("St Mary's Church, Bled" finds Bled). Only a
+form written as a name (a capital first letter) is a place: "talin", a protein a tagger called a
+place, is not Tallinn.
 """
 
 from __future__ import annotations
@@ -227,6 +229,8 @@ class Gazetteer:
         """Places named by ``surface`` (or, failing that, by one of its comma parts), and the
         other parts as written (context for the sense: "Springfield, Illinois")."""
         names = self._load()
+        if not _capitalised(surface):  # "talin" the protein, "miRNAs": not Tallinn, not Mirny
+            return [], ""
         key = normalize(surface)
         hit = self._cache.get(key)
         if hit is not None:
@@ -238,6 +242,8 @@ class Gazetteer:
         parts = [p.strip() for p in surface.split(",") if p.strip()]
         if len(parts) > 1:
             for i, part in enumerate(parts):
+                if not _capitalised(part):
+                    continue
                 places = names.get(normalize(part).removeprefix("the "))
                 if places:
                     return places, ", ".join(parts[:i] + parts[i + 1 :])
@@ -282,6 +288,14 @@ class Gazetteer:
             named = named | self._regions(rest)
         best = max(places, key=lambda p: (_named(p, named), p.kind != "city", p.population))
         return [(self._passage(best), 1.0)]
+
+
+def _capitalised(form: str) -> bool:
+    """Whether a form is written as a name: its first letter (after "the ") is a capital."""
+    words = form.strip().split(maxsplit=1)
+    if len(words) == 2 and words[0].lower() == "the":
+        words = words[1:]
+    return bool(words) and words[0][:1].isupper()
 
 
 def _named(place: _Place, regions: frozenset[str]) -> bool:
