@@ -99,12 +99,13 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     @classmethod
     def from_argus(cls, argus: Argus) -> ArgusDocumentTransformer:
         """Wrap a configured :class:`argus_ir.Argus` (its KB or LLM may be objects)."""
-        fields = {
+        plain = str | int | float | bool | type(None)
+        settings = {
             name: getattr(argus, name)
             for name in cls.model_fields
-            if isinstance(getattr(argus, name, None), str | int | float | bool | type(None))
+            if hasattr(argus, name) and isinstance(getattr(argus, name), plain)
         }
-        transformer = cls(**fields)
+        transformer = cls(**settings)
         transformer._argus = argus
         return transformer
 
