@@ -99,11 +99,11 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     @classmethod
     def from_argus(cls, argus: Argus) -> ArgusDocumentTransformer:
         """Wrap a configured :class:`argus_ir.Argus` (its KB or LLM may be objects)."""
-        plain = str | int | float | bool | type(None)
         settings = {
             name: getattr(argus, name)
             for name in cls.model_fields
-            if hasattr(argus, name) and isinstance(getattr(argus, name), plain)
+            if hasattr(argus, name)
+            and isinstance(getattr(argus, name), str | int | float | bool | type(None))
         }
         transformer = cls(**settings)
         transformer._argus = argus
