@@ -19,7 +19,13 @@ from argus_ir import Argus
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.errors import ArgusInputError
 from argus_ir.integration import Record
-from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
+from argus_ir.testing import (
+    SCENARIO,
+    STORE_KB_DOCUMENT,
+    STORE_KB_ENTRIES,
+    AdapterContract,
+    minilm_path,
+)
 from haystack_integrations.components.augmenters.argus import ArgusAugmenter
 from haystack_integrations.components.embedders.sentence_transformers import (
     SentenceTransformersDocumentEmbedder,
@@ -364,23 +370,7 @@ def _wiki() -> InMemoryDocumentStore:
     """A user's own knowledge: a product wiki in an in-memory document store."""
     store = InMemoryDocumentStore()
     store.write_documents(
-        [
-            Document(
-                id="wiki-7",
-                content="Quarkon is the company's battery controller for e-bikes.",
-                meta={"title": "Quarkon", "description": "battery controller for e-bikes"},
-            ),
-            Document(
-                id="wiki-8",
-                content="Lumora is the lighting line sold since 2019.",
-                meta={"title": "Lumora", "description": "lighting product line"},
-            ),
-            Document(
-                id="d1#argus-0123456789abcdef",
-                content="Quarkon Quarkon, a view argus wrote earlier.",
-                meta={"argus_view": "descriptor", "title": "Quarkon"},
-            ),
-        ]
+        [Document(id=i, content=text, meta=meta) for i, text, meta in STORE_KB_ENTRIES]
     )
     return store
 
@@ -394,7 +384,7 @@ def test_a_retriever_component_or_store_is_the_kb(as_retriever):
     augmenter = ArgusAugmenter(
         kb=kb, kb_fingerprint="wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
     )
-    doc = Document(id="t1", content="Anna Berg fixed the Quarkon firmware in Vienna.")
+    doc = Document(id=STORE_KB_DOCUMENT[0], content=STORE_KB_DOCUMENT[1])
     out = augmenter.run(documents=[doc])["documents"]
     assert out[0] == doc
     (view,) = [d for d in out if d.meta.get("argus_source_id") == "t1" and d.id != "t1"]

@@ -16,7 +16,13 @@ from argus_ir import Argus
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.errors import ArgusInputError
 from argus_ir.integration import Record
-from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
+from argus_ir.testing import (
+    SCENARIO,
+    STORE_KB_DOCUMENT,
+    STORE_KB_ENTRIES,
+    AdapterContract,
+    minilm_path,
+)
 from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_documents
 
 
@@ -299,23 +305,7 @@ def _wiki_store(embeddings: Embeddings) -> InMemoryVectorStore:
     """A user's own knowledge: a product wiki in a LangChain vector store."""
     store = InMemoryVectorStore(embedding=embeddings)
     store.add_documents(
-        [
-            Document(
-                id="wiki-7",
-                page_content="Quarkon is the company's battery controller for e-bikes.",
-                metadata={"title": "Quarkon", "description": "battery controller for e-bikes"},
-            ),
-            Document(
-                id="wiki-8",
-                page_content="Lumora is the lighting line sold since 2019.",
-                metadata={"title": "Lumora", "description": "lighting product line"},
-            ),
-            Document(
-                id="d1#argus-0123456789abcdef",
-                page_content="A view written by argus earlier.",
-                metadata={"argus_view": "descriptor", "argus_source_id": "d1", "title": "Quarkon"},
-            ),
-        ]
+        [Document(id=i, page_content=text, metadata=meta) for i, text, meta in STORE_KB_ENTRIES]
     )
     return store
 
@@ -324,7 +314,7 @@ def test_a_vector_store_is_the_kb(embeddings):
     """Real store, real embeddings, real NER: the mention is looked up in the store, the hit's
     description lands in the view, its store id in the lineage; argus's own views are skipped."""
     store = _wiki_store(embeddings)
-    doc = Document(id="t1", page_content="Anna Berg fixed the Quarkon firmware in Vienna.")
+    doc = Document(id=STORE_KB_DOCUMENT[0], page_content=STORE_KB_DOCUMENT[1])
     step = ArgusDocumentTransformer(
         kb=store, kb_fingerprint="product-wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
     )

@@ -24,7 +24,13 @@ from pydantic import PrivateAttr
 from argus_ir import Argus
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.integration import Record
-from argus_ir.testing import SCENARIO, AdapterContract, minilm_path
+from argus_ir.testing import (
+    SCENARIO,
+    STORE_KB_DOCUMENT,
+    STORE_KB_ENTRIES,
+    AdapterContract,
+    minilm_path,
+)
 from argus_llamaindex import ArgusPostprocessor, ArgusTransform
 
 
@@ -383,23 +389,7 @@ def test_a_lone_surrogate_in_one_node_keeps_every_node():
 
 def _wiki_index(embed_model) -> VectorStoreIndex:
     """A user's own knowledge: a product wiki in a LlamaIndex vector index."""
-    nodes = [
-        TextNode(
-            id_="wiki-7",
-            text="Quarkon is the company's battery controller for e-bikes.",
-            metadata={"title": "Quarkon", "description": "battery controller for e-bikes"},
-        ),
-        TextNode(
-            id_="wiki-8",
-            text="Lumora is the lighting line sold since 2019.",
-            metadata={"title": "Lumora", "description": "lighting product line"},
-        ),
-        TextNode(
-            id_="d1#argus-0123456789abcdef",
-            text="Quarkon, a view argus wrote earlier.",
-            metadata={"argus_view": "descriptor", "title": "Quarkon"},
-        ),
-    ]
+    nodes = [TextNode(id_=i, text=text, metadata=meta) for i, text, meta in STORE_KB_ENTRIES]
     return VectorStoreIndex(nodes, embed_model=embed_model)
 
 
@@ -410,7 +400,7 @@ def test_an_index_or_retriever_is_the_kb(embed_model, as_retriever):
     transform = ArgusTransform(
         kb=kb, kb_fingerprint="wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
     )
-    doc = TextNode(id_="t1", text="Anna Berg fixed the Quarkon firmware in Vienna.")
+    doc = TextNode(id_=STORE_KB_DOCUMENT[0], text=STORE_KB_DOCUMENT[1])
     out = transform([doc])
     assert out[0] is doc
     (view,) = out[1:]

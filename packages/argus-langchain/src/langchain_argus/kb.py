@@ -9,6 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
+from argus_ir.integration import is_view
 from argus_ir.kb import Passage
 from argus_ir.search_kb import SearchKB
 
@@ -41,23 +42,19 @@ def store_kb(kb: VectorStore | BaseRetriever, fingerprint: str | None = None) ->
                 hits = store.similarity_search_with_score(query, k=2 * k)
             except NotImplementedError:
                 hits = [(d, 0.0) for d in store.similarity_search(query, k=2 * k)]
-            return [(_passage(d), float(s)) for d, s in hits if not _is_view(d)]
+            return [(_passage(d), float(s)) for d, s in hits if not is_view(d.metadata)]
 
     elif isinstance(kb, BaseRetriever):
         retriever = kb
 
         def search(query: str, k: int) -> list[tuple[Passage, float]]:
-            docs = [d for d in retriever.invoke(query) if not _is_view(d)]
+            docs = [d for d in retriever.invoke(query) if not is_view(d.metadata)]
             return [(_passage(d), float(len(docs) - i)) for i, d in enumerate(docs[:k])]
 
     else:
         raise TypeError(f"kb must be a VectorStore or BaseRetriever, got {type(kb).__name__}")
     name = f"langchain:{type(kb).__module__}.{type(kb).__qualname__}"
     return SearchKB(search, fingerprint=fingerprint or name, name=name)
-
-
-def _is_view(doc: Document) -> bool:
-    return doc.metadata.get("argus_view", "original") != "original"
 
 
 def _passage(doc: Document) -> Passage:

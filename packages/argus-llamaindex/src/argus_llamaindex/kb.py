@@ -8,6 +8,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from argus_ir.integration import is_view
 from argus_ir.kb import Passage
 from argus_ir.search_kb import SearchKB
 
@@ -48,9 +49,7 @@ def store_kb(kb: BaseRetriever | BaseIndex, fingerprint: str | None = None) -> S
         raise TypeError(f"kb must be a LlamaIndex retriever or index, got {type(kb).__name__}")
 
     def search(query: str, k: int) -> list[tuple[Passage, float]]:
-        found = [
-            h for h in hits(query, k) if h.node.metadata.get("argus_view", "original") == "original"
-        ]
+        found = [h for h in hits(query, k) if not is_view(h.node.metadata)]
         return [(_passage(h), float(h.score or 0.0)) for h in found]
 
     name = f"llamaindex:{type(kb).__module__}.{type(kb).__qualname__}"

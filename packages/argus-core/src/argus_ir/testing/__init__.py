@@ -5,10 +5,27 @@
 - :class:`AdapterContract`: the behaviour every adapter promises, as pytest tests; a framework's
   test suite subclasses it and implements a few hooks.
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
+- :data:`STORE_KB_ENTRIES`, :data:`STORE_KB_DOCUMENT`: a small product wiki each adapter puts in
+  its framework's store to test the store as the KB.
 """
 
 from argus_ir.testing.contract import AdapterContract, contract_kb
 from argus_ir.testing.llm import ScriptedLLM
-from argus_ir.testing.scenario import SCENARIO, Scenario, minilm_path
+from argus_ir.testing.scenario import (
+    SCENARIO,
+    STORE_KB_DOCUMENT,
+    STORE_KB_ENTRIES,
+    Scenario,
+    minilm_path,
+)
 
-__all__ = ["SCENARIO", "AdapterContract", "Scenario", "ScriptedLLM", "contract_kb", "minilm_path"]
+__all__ = [
+    "SCENARIO",
+    "STORE_KB_DOCUMENT",
+    "STORE_KB_ENTRIES",
+    "AdapterContract",
+    "Scenario",
+    "ScriptedLLM",
+    "contract_kb",
+    "minilm_path",
+]

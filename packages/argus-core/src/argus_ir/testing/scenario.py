@@ -68,3 +68,26 @@ def minilm_path() -> Path:
     from argus_ir.encoder.models import resolve_model
 
     return Path(resolve_model("minilm"))
+
+
+STORE_KB_ENTRIES: tuple[tuple[str, str, dict[str, str]], ...] = (
+    (
+        "wiki-7",
+        "Quarkon is the company's battery controller for e-bikes.",
+        {"title": "Quarkon", "description": "battery controller for e-bikes"},
+    ),
+    (
+        "wiki-8",
+        "Lumora is the lighting line sold since 2019.",
+        {"title": "Lumora", "description": "lighting product line"},
+    ),
+    (  # a view argus wrote into the same store earlier: no knowledge, to be skipped
+        "d1#argus-0123456789abcdef",
+        "Quarkon Quarkon, a view argus wrote earlier.",
+        {"argus_view": "descriptor", "argus_source_id": "d1", "title": "Quarkon"},
+    ),
+)
+"""A user's own knowledge for each adapter's store-as-KB test: ``(id, text, metadata)``."""
+STORE_KB_DOCUMENT = ("t1", "Anna Berg fixed the Quarkon firmware in Vienna.")
+"""The document whose "Quarkon" the store answers (``wiki-7``); Vienna and Anna Berg it does not
+know by name."""

@@ -8,6 +8,7 @@ from haystack import Document
 from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from argus_ir.integration import is_view
 from argus_ir.kb import Passage
 from argus_ir.search_kb import SearchKB
 
@@ -55,7 +56,7 @@ def store_kb(kb: Any, fingerprint: str | None = None) -> SearchKB:
         )
 
     def search(query: str, k: int) -> list[tuple[Passage, float]]:
-        found = [d for d in hits(query, k) if d.meta.get("argus_view", "original") == "original"]
+        found = [d for d in hits(query, k) if not is_view(d.meta)]
         return [(_passage(d), float(d.score or 0.0)) for d in found]
 
     name = f"haystack:{type(kb).__module__}.{type(kb).__qualname__}"
