@@ -104,8 +104,8 @@ def _remedy_options(p: argparse.ArgumentParser) -> None:
         choices=KB_MATCHES,
         default=DEFAULT_KB_MATCH,
         help="how a mention finds KB passages: 'bm25' (a passage titled with it first, then BM25 "
-        "matches of its words, the paper's) or 'title' (only passages known by its exact name) "
-        f"(default: {DEFAULT_KB_MATCH})",
+        "matches of its words, the paper's) or 'title' (one passage, the one known by its exact "
+        f"name) (default: {DEFAULT_KB_MATCH})",
     )
     p.add_argument(
         "--context-threshold",

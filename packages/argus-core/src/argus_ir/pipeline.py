@@ -106,7 +106,7 @@ class Argus:
             object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.places.CompositeKB`, ...).
             Default: :data:`~argus_ir.places.DEFAULT_KB`.
         kb_match: ``"bm25"`` (the paper's: a passage titled with the mention first, then BM25
-            matches of its words) or ``"title"`` (only passages known by the mention's exact
+            matches of its words) or ``"title"`` (one passage, the one known by the mention's exact
             name). Default: :data:`~argus_ir.places.DEFAULT_KB_MATCH`.
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).

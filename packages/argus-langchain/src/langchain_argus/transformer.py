@@ -63,7 +63,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     give a new one when the store's content changes."""
     kb_match: str = _ARGUS_DEFAULTS["kb_match"]
     """``"bm25"`` (a passage titled with the mention, then BM25 word matches) or ``"title"``
-    (only passages known by the mention's exact name)."""
+    (one passage, the one known by the mention's exact name)."""
     context_threshold: float | None = None
     max_views: int | None = _ARGUS_DEFAULTS["max_views"]
     """At most this many views per document, riskiest entities first (``None``: no budget)."""

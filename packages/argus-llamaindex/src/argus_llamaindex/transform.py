@@ -67,7 +67,7 @@ class ArgusTransform(TransformComponent):
     kb_match: str = Field(
         default=_ARGUS_DEFAULTS["kb_match"],
         description="How a mention finds KB passages: bm25 (title, then BM25 word matches) or "
-        "title (only passages known by its exact name).",
+        "title (one passage, the one known by its exact name).",
     )
     kb_fingerprint: str = Field(default="", description="Identity of the KB's content.")
     context_threshold: float | None = Field(default=None, description="Context check cut-off.")
