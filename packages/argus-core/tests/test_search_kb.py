@@ -37,6 +37,8 @@ def test_the_titled_hit_comes_first_and_empty_hits_are_dropped():
     assert kb.passage("w7").description == "battery controller"
     assert kb.passage("w0") is None and kb.passage("nope") is None
     assert kb.knows("quarkon") and not kb.knows("Lumora") and not kb.knows("Vienna")
+    assert [q for q, _ in calls] == ["Quarkon", "Lumora", "Vienna"]  # not Quarkon a second time
+    assert [p.id for p, _ in kb.lookup("Quarkon", 1)] == ["w7"] and len(calls) == 3
 
 
 def test_title_matching_keeps_the_named_hit_alone():

@@ -77,12 +77,14 @@ class SearchKB:
         """The store's top ``k`` hits for the surface form, as passages with their scores."""
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
-        key = (normalize(surface), k)
+        # one search per form for every k up to the depth knows() asks: a store is asked once
+        depth = max(k, _KNOWS_DEPTH)
+        key = (normalize(surface), depth)
         hit = self._cache.get(key)
         if hit is not None:
-            return hit
+            return hit[:k]
         result = []
-        for passage, score in list(self.search(surface, max(k, _KNOWS_DEPTH))):
+        for passage, score in list(self.search(surface, depth)):
             if not isinstance(passage, Passage):
                 raise ArgusInputError(
                     f"{self.name}: search returned {type(passage).__name__}, not a Passage"
@@ -93,6 +95,6 @@ class SearchKB:
             result.append((passage, float(score)))
         # a passage titled with the form itself comes first, as in the BM25 KB
         titled = [r for r in result if normalize(r[0].title) == key[0]]
-        result = (titled[:1] + [r for r in result if r not in titled[:1]])[:k]
+        result = titled[:1] + [r for r in result if r not in titled[:1]]
         self._cache[key] = result
-        return result
+        return result[:k]
