@@ -176,6 +176,7 @@ BENCHMARKS = {
     "eval": "eval_bench.py",
     "design": "remedy_design.py",
     "entity-set": "entity_set.py",
+    "implicit-places": "implicit_places.py",
     "sira": "sira_bench.py",
     "bias": "bias_bench.py",
     "coverage": "coverage_bench.py",

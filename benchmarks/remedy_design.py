@@ -59,6 +59,10 @@ VARIANTS = (
 # default set leaves it out (pass it with --variants to measure it).
 
 
+# sets written by a script of this folder, with their own dev and test qrels
+BUILDERS = {"entity-lists": "entity_set.py", "implicit-places": "implicit_places.py"}
+
+
 def _hash_split(qid: str) -> str:
     """A stable half/half split of queries that come with one split only."""
     return "dev" if int(hashlib.sha256(qid.encode()).hexdigest(), 16) % 2 == 0 else "test"
@@ -78,8 +82,12 @@ def _load(name: str, shared: Path, work: Path):
         data.query_split = {q: _hash_split(q) for q in data.queries}
         return data
     folder = work / "datasets" / name
+    if name not in BUILDERS:
+        raise SystemExit(
+            f"unknown dataset {name!r}; choose from scifact, msmarco5k, {', '.join(BUILDERS)}"
+        )
     if not (folder / "corpus.jsonl").is_file():
-        cmd = [sys.executable, str(HERE / "entity_set.py"), "--shared-data", str(shared)]
+        cmd = [sys.executable, str(HERE / BUILDERS[name]), "--shared-data", str(shared)]
         cmd += ["--out", str(folder)]
         print("$", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
