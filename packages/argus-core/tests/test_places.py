@@ -17,8 +17,10 @@ from argus_ir.kb import KnowledgeBase, Passage, ReferenceKB
 from argus_ir.places import (
     CompositeKB,
     Gazetteer,
+    cued_place,
     match_titles,
     shipped_kb,
+    written_as_place,
 )
 
 
@@ -128,6 +130,83 @@ def test_other_labels_ask_wikipedia_alone_unchanged(composite, wiki):
         assert composite.lookup(form) == wiki.lookup(form)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("We hiked the trails above Bled all day.", True),
+        ("A wedding in Bled, then a ferry out of Koper.", True),
+        ("In Bled the lake freezes.", True),  # a capital preposition at the sentence start
+        ("Two nights in the Bled, then home.", True),  # "the" between
+        ("I went with Bled to the market.", False),  # "with" is no place word
+        ("A letter from Bled arrived.", False),  # nor "from"
+        ("Bled is lovely in spring.", False),  # no preposition before the name
+        ("The museum in Bledsoe was shut.", False),  # a longer word is another name
+        ("The museum in bled was shut.", False),  # as written: case counts
+        ("Rare in Bled's climate.", False),  # a possessive modifies something else
+        ("A wedding in Bled last May", True),  # a function word ends the phrase
+        ("The museum in Bled turned out fine", True),  # so does a past-tense verb
+        ("in Bled", True),  # so does the end of the text
+        ("studied in Bled syndrome patients", False),  # a noun it modifies
+        ("in Bled-transformed cells", False),  # a compound
+        ("at Bled University", False),  # a longer name
+        ("", False),
+    ],
+)
+def test_written_as_place(text, expected):
+    assert written_as_place("Bled", text) is expected
+
+
+@pytest.fixture(scope="module")
+def cued(wiki, gazetteer) -> CompositeKB:
+    return CompositeKB(
+        {"wikipedia": wiki, "places": gazetteer},
+        routes={"GPE": ("wikipedia", "places")},
+        fallback=("wikipedia",),
+        cues={"places": cued_place},
+    )
+
+
+def test_a_mislabelled_town_after_a_place_word_gets_the_gazetteer(cued, composite, wiki):
+    post = "Spent all of Saturday on the trails above Bled with Martin."
+    # the tagger called the town a person: without the cue, Wikipedia's word match (the album)
+    assert composite.lookup("Bled", label="PERSON", context=post)[0][0].id == "Bled Dry"
+    hit = cued.lookup("Bled", label="PERSON", context=post)
+    assert [p.description for p, _ in hit] == ["town in Slovenia"]
+    assert cued.source_of(hit[0][0].id) == "places"
+    # the cue adds nothing where the text does not use the name as a place ...
+    assert cued.lookup("Bled", label="PERSON", context="Bled Dry is on repeat.") == wiki.lookup(
+        "Bled"
+    )
+    assert cued.lookup("Martin", label="PERSON", context=post) == wiki.lookup("Martin")
+    # ... nor where Wikipedia has an article with the title
+    assert cued.lookup("Paris", label="ORG", context="a night in Paris") == wiki.lookup("Paris")
+    # and it is part of the KB's identity
+    assert cued.fingerprint != composite.fingerprint
+    titled = match_titles(cued, "title")
+    assert titled.lookup("Bled", label="PERSON", context=post)[0][0].title == "Bled"
+    with pytest.raises(ArgusInputError, match="cues name"):
+        CompositeKB({"wikipedia": wiki}, routes={}, cues={"places": cued_place})
+
+
+@pytest.mark.parametrize(
+    ("surface", "label", "text", "expected"),
+    [
+        ("Kranj", "PERSON", "a wedding in Kranj", True),
+        ("Ocho Rios", "ORG", "we stayed in Ocho Rios", True),
+        ("Castillo de Locubín", "ORG", "lunch in Castillo de Locubín", True),
+        ("German", "NORP", "written in German", False),  # nationalities and languages
+        ("English", "LANGUAGE", "known in English", False),
+        ("ER", "ORG", "in ER stress", False),  # acronyms
+        ("KRAS", "ORG", "in KRAS mutations", False),
+        ("HuR", "ORG", "in HuR knockdown", False),
+        ("kranj", "PERSON", "a wedding in kranj", False),
+        ("Kranj", "PERSON", "Kranj was there", False),  # no place word
+    ],
+)
+def test_cued_place(surface, label, text, expected):
+    assert cued_place(surface, label, text) is expected
+
+
 def test_title_matching_drops_word_matches(composite, wiki):
     titled = match_titles(composite, "title")
     assert titled.lookup("Martin", label="PERSON") == []  # only a BM25 word match
@@ -153,6 +232,7 @@ def test_shipped_names(monkeypatch):
 
     both = shipped_kb("wikipedia+places")
     assert isinstance(both, CompositeKB) and set(both.sources) == {"wikipedia", "places"}
+    assert both.cues == {"places": places.cued_place}
     assert isinstance(shipped_kb("wikipedia"), ReferenceKB)
     with pytest.raises(ArgusInputError, match="unknown shipped KB"):
         shipped_kb("wikipedia+moon")

