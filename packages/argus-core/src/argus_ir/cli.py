@@ -97,7 +97,9 @@ def _remedy_options(p: argparse.ArgumentParser) -> None:
         "--kb",
         default=None,
         help="shipped KB by name ('wikipedia'; 'wikipedia+places': places routed to GeoNames, the "
-        f"[places] extra), a saved KB folder or a passages file (default: {DEFAULT_KB_NAME})",
+        "[places] extra; 'wikipedia+places+biomed': also HPO phenotypes, rare diseases and genes "
+        f"by exact name, the [biomed] extra), a saved KB folder or a passages file (default: "
+        f"{DEFAULT_KB_NAME})",
     )
     p.add_argument(
         "--kb-match",

