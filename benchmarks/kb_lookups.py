@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 LOOKUPS = HERE / "labels" / "kb-lookups.jsonl"
 LABELS = HERE / "labels" / "kb-lookups-labels.jsonl"
-KBS = ("wikipedia", "wikipedia+places")
+KBS = ("wikipedia", "wikipedia+places", "wikipedia+places+biomed")
 
 
 def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
