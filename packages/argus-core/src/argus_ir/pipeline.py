@@ -222,7 +222,9 @@ class Argus:
             return shipped_kb(self.kb, show_progress=self.show_progress)
         path = os.fspath(self.kb)
         if os.path.isdir(path):
-            return ReferenceKB.load(path)
+            from argus_ir.kb_disk import load_kb_folder
+
+            return load_kb_folder(path)  # a saved ReferenceKB or a disk KB (argus kb build)
         return ReferenceKB.from_file(path, show_progress=self.show_progress)
 
     def _load_context(self) -> ContextCheck | None:

@@ -1,0 +1,331 @@
+"""A reference KB that stays on disk: millions of passages opened in well under a gigabyte.
+
+:class:`~argus_ir.kb.ReferenceKB` holds every passage in memory, which is right for the shipped
+10,033 leads and wrong for a Wikipedia dump. :func:`build_disk_kb` streams passages into a folder
+and :class:`DiskKB` opens it memory-mapped:
+
+- ``passages.arrow``: the passages as an Arrow IPC file (id, title, text, description), opened
+  memory-mapped, so a lookup reads the two passages it returns and nothing else (a Parquet file
+  would have to decode a whole row group per lookup);
+- ``bm25/``: the bm25s index over ``title + text``, loaded memory-mapped (the vocabulary is the
+  one part read into memory);
+- ``names.npy`` / ``name_rows.npy``: the exact-name table, 64-bit hashes of every normalised title
+  and alias, sorted, with their rows; ``ids.npy`` / ``id_rows.npy`` the same for passage ids;
+- ``kb.json``: the card (format, counts, fingerprint, sources with their licences).
+
+The lookup answers as :meth:`ReferenceKB.lookup` does: the passage titled (or aliased) with the
+mention first, then BM25 matches of its words. ``argus kb build`` writes such folders from the
+public dumps (:mod:`argus_ir.kb_dumps`); ``Argus(kb=FOLDER)`` and ``--kb FOLDER`` open either kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from argus_ir._lru import LRU
+from argus_ir.errors import ArgusInputError
+from argus_ir.grounding import normalize
+from argus_ir.kb import DEFAULT_K_AUG, LOOKUP_CACHE_SIZE, Passage, _bm25s, _tokenize
+
+__all__ = ["DISK_FORMAT_VERSION", "DiskKB", "build_disk_kb", "load_kb_folder"]
+
+DISK_FORMAT_VERSION = 2
+LAYOUT = "disk"
+_CARD = "kb.json"
+_PASSAGES = "passages.arrow"
+_INDEX = "bm25"
+_BATCH = 8192
+
+
+def _key(text: str) -> int:
+    """A 64-bit key of a normalised name (collisions are checked against the passage)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def build_disk_kb(
+    records: Iterable[tuple[Passage, Sequence[str]]],
+    folder: str | os.PathLike[str],
+    *,
+    sources: Mapping[str, Any] | None = None,
+    show_progress: bool = False,
+) -> Path:
+    """Stream ``(passage, aliases)`` records into a disk KB folder (replaced as a whole).
+
+    Passages are written as they come; only their ids, name keys and the texts for the BM25
+    index are held until the index is built. A repeated id keeps the first passage (counted in
+    the card as ``duplicate_ids``); a passage with neither title nor text is skipped
+    (``empty``).
+
+    Args:
+        records: Passages with their aliases (other names the passage is known by exactly).
+        folder: The KB folder to write.
+        sources: What the card records about the input (file names, formats, licences, counts).
+        show_progress: Progress bars for tokenising and indexing.
+
+    Raises:
+        ArgusInputError: No passage was read.
+    """
+    import pyarrow as pa
+
+    bm25s = _bm25s()
+    target = Path(folder)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("title", pa.string()),
+            ("text", pa.string()),
+            ("description", pa.string()),
+        ]
+    )
+    seen: set[str] = set()
+    texts: list[str] = []
+    names: list[tuple[int, int]] = []
+    counts = {"passages": 0, "aliases": 0, "duplicate_ids": 0, "empty": 0}
+    digest = hashlib.sha256()
+    try:
+        with pa.OSFile(str(tmp / _PASSAGES), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            batch: dict[str, list[str]] = {name: [] for name in schema.names}
+
+            def flush() -> None:
+                if batch["id"]:
+                    writer.write_batch(pa.record_batch(batch, schema=schema))
+                    for column in batch.values():
+                        column.clear()
+
+            for passage, aliases in records:
+                if passage.id in seen:
+                    counts["duplicate_ids"] += 1
+                    continue
+                if not (passage.title.strip() or passage.text.strip()):
+                    counts["empty"] += 1
+                    continue
+                seen.add(passage.id)
+                row = counts["passages"]
+                counts["passages"] += 1
+                for name, value in (
+                    ("id", passage.id),
+                    ("title", passage.title),
+                    ("text", passage.text),
+                    ("description", passage.description),
+                ):
+                    batch[name].append(value)
+                forms = {normalize(passage.title)} | {normalize(a) for a in aliases if a.strip()}
+                forms.discard("")
+                counts["aliases"] += len(forms) - (normalize(passage.title) in forms)
+                names.extend((_key(f), row) for f in forms)
+                texts.append(f"{passage.title} {passage.text}")
+                digest.update(passage.id.encode("utf-8") + b"\0" + passage.text.encode("utf-8"))
+                if len(batch["id"]) >= _BATCH:
+                    flush()
+            flush()
+        if not counts["passages"]:
+            raise ArgusInputError("the KB input holds no passage")
+        _write_table(tmp, "names", names)
+        _write_table(tmp, "ids", [(_key(i), row) for row, i in enumerate(_ids(tmp))])
+        seen.clear()
+        tokens = bm25s.tokenize(texts, stopwords="en", show_progress=show_progress)
+        texts.clear()
+        index = bm25s.BM25()
+        index.index(tokens, show_progress=show_progress)
+        del tokens
+        index.save(str(tmp / _INDEX), show_progress=False)
+        card = {
+            "format_version": DISK_FORMAT_VERSION,
+            "layout": LAYOUT,
+            "n_passages": counts["passages"],
+            "fingerprint": "disk:" + digest.hexdigest()[:16],
+            "tokenizer": "bm25s.tokenize(stopwords='en')",
+            "counts": counts,
+            "sources": dict(sources or {}),
+        }
+        (tmp / _CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False), encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _ids(folder: Path) -> Iterable[str]:
+    import pyarrow as pa
+
+    with pa.memory_map(str(folder / _PASSAGES)) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield from reader.get_batch(i).column("id").to_pylist()
+
+
+def _write_table(folder: Path, name: str, pairs: list[tuple[int, int]]) -> None:
+    keys = np.fromiter((k for k, _ in pairs), dtype=np.uint64, count=len(pairs))
+    rows = np.fromiter((r for _, r in pairs), dtype=np.int64, count=len(pairs))
+    order = np.argsort(keys, kind="stable")
+    np.save(folder / f"{name}.npy", keys[order])
+    np.save(folder / f"{name.rstrip('s')}_rows.npy", rows[order])
+
+
+class DiskKB:
+    """A KB folder written by :func:`build_disk_kb`, opened memory-mapped.
+
+    Raises:
+        ArgusInputError: The folder is not a disk KB, is of a newer format or is damaged (the
+            message names the file).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        import pyarrow as pa
+
+        bm25s = _bm25s()
+        self.folder = src = Path(folder)
+        card = _read_card(src)
+        if card.get("layout") != LAYOUT:
+            raise ArgusInputError(
+                f"{src / _CARD}: not a disk KB card (layout {card.get('layout')!r})"
+            )
+        if card.get("format_version", 0) > DISK_FORMAT_VERSION:
+            raise ArgusInputError(
+                f"{src} has KB format {card['format_version']}; this argus reads "
+                f"{DISK_FORMAT_VERSION}"
+            )
+        self.card = card
+        self.fingerprint = str(card["fingerprint"])
+        try:
+            self._source = pa.memory_map(str(src / _PASSAGES))
+            self._table = pa.ipc.open_file(self._source).read_all()
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise ArgusInputError(f"{src / _PASSAGES}: cannot read the passages ({exc})") from None
+        if self._table.num_rows != card["n_passages"]:
+            raise ArgusInputError(
+                f"{src}: {self._table.num_rows} passages but the card says {card['n_passages']}"
+            )
+        try:
+            self._names = np.load(src / "names.npy", mmap_mode="r")
+            self._name_rows = np.load(src / "name_rows.npy", mmap_mode="r")
+            self._ids = np.load(src / "ids.npy", mmap_mode="r")
+            self._id_rows = np.load(src / "id_rows.npy", mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise ArgusInputError(f"{src}: cannot read the name tables ({exc})") from None
+        try:
+            self.index = bm25s.BM25.load(str(src / _INDEX), mmap=True, show_progress=False)
+        except Exception as exc:  # bm25s raises what numpy / json raise on a cut file
+            raise ArgusInputError(
+                f"{src / _INDEX}: cannot read the BM25 index ({type(exc).__name__}: {exc})"
+            ) from None
+        self._columns = {n: self._table.column(n) for n in ("id", "title", "text", "description")}
+        self._cache: LRU[tuple[str, int], list[tuple[Passage, float]]] = LRU(LOOKUP_CACHE_SIZE)
+
+    def __len__(self) -> int:
+        return int(self._table.num_rows)
+
+    def _row(self, i: int) -> Passage:
+        c = self._columns
+        return Passage(
+            str(c["id"][i].as_py()),
+            str(c["title"][i].as_py()),
+            str(c["text"][i].as_py()),
+            str(c["description"][i].as_py() or ""),
+        )
+
+    def _find(self, keys: np.ndarray, rows: np.ndarray, key: int) -> list[int]:
+        lo = int(np.searchsorted(keys, np.uint64(key), side="left"))
+        hi = int(np.searchsorted(keys, np.uint64(key), side="right"))
+        return [int(r) for r in rows[lo:hi]]
+
+    def passage(self, passage_id: str) -> Passage | None:
+        """The passage with this id (``None`` if the KB has none)."""
+        for row in self._find(self._ids, self._id_rows, _key(passage_id)):
+            p = self._row(row)
+            if p.id == passage_id:
+                return p
+        return None
+
+    def titled(self, surface: str) -> Passage | None:
+        """The first passage whose title or an alias is the surface form (normalised)."""
+        form = normalize(surface)
+        if not form:
+            return None
+        # aliases are not stored with the passage, so the 64-bit key is trusted: with three
+        # million names the chance of any collision is below one in a million
+        rows = self._find(self._names, self._name_rows, _key(form))
+        return self._row(min(rows)) if rows else None
+
+    def knows(self, surface: str) -> bool:
+        """Whether a passage is titled or aliased with exactly this name."""
+        return self.titled(surface) is not None
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]:
+        """The top-``k`` passages for a surface form, best first: the passage titled (or aliased)
+        with it, then BM25 matches of its words (score 0 never); cached per form and ``k``.
+        ``label`` and ``context`` are accepted for the protocol and not used."""
+        if k < 1:
+            raise ArgusInputError(f"k must be at least 1, got {k}")
+        key = (normalize(surface), k)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        tokens = _tokenize([surface])
+        result: list[tuple[Passage, float]] = []
+        if tokens.ids and tokens.ids[0]:
+            docs, scores = self.index.retrieve(
+                tokens, k=min(k, len(self)), show_progress=False, n_threads=1
+            )
+            ranked = [(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]
+            titled = self.titled(surface)
+            if titled is not None:
+                rows = self._find(self._ids, self._id_rows, _key(titled.id))
+                first = rows[0] if rows else -1
+                score = next((s for i, s in ranked if i == first), None)
+                if score is None:  # its own BM25 score, as ReferenceKB gives it
+                    mask = np.zeros(len(self), dtype=np.float32)
+                    mask[first] = 1.0
+                    _, own = self.index.retrieve(
+                        tokens, k=1, show_progress=False, n_threads=1, weight_mask=mask
+                    )
+                    score = float(own[0][0])
+                ranked = [(first, score)] + [r for r in ranked if r[0] != first]
+            result = [(self._row(i), s) for i, s in ranked[:k]]
+        self._cache[key] = result
+        return result
+
+
+def _read_card(src: Path) -> dict[str, Any]:
+    if not (src / _CARD).is_file():
+        raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
+    try:
+        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
+    if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
+        raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
+    if not isinstance(card.get("fingerprint"), str):
+        raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
+    return card
+
+
+def load_kb_folder(folder: str | os.PathLike[str]) -> Any:
+    """Open a KB folder of either kind: a :class:`DiskKB` (``argus kb build``) or a
+    :class:`~argus_ir.kb.ReferenceKB` saved with :meth:`~argus_ir.kb.ReferenceKB.save`."""
+    from argus_ir.kb import ReferenceKB
+
+    src = Path(folder)
+    if _read_card(src).get("layout") == LAYOUT:
+        return DiskKB(src)
+    return ReferenceKB.load(src)
