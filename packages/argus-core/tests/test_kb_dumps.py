@@ -171,3 +171,41 @@ def test_argus_opens_a_disk_kb_folder(tmp_path):
     kb = argus._load_kb_source()
     assert isinstance(kb, DiskKB)
     assert argus.settings_card()["kb"] == kb.fingerprint
+
+
+def test_cli_kb_build_writes_a_folder_argus_opens(tmp_path, capsys):
+    from argus_ir.cli import main
+
+    out = tmp_path / "kb"
+    argv = ["--quiet", "kb", "build", "--wikipedia-abstracts", str(ABSTRACTS)]
+    argv += ["--wikidata", str(WIKIDATA), "--dbpedia", str(DBPEDIA), "--out", str(out)]
+    assert main(argv) == 0
+    assert "6 passages, 3 aliases" in capsys.readouterr().out
+    card = json.loads((out / "kb.json").read_text())
+    assert {v["format"] for v in card["sources"].values()} == {
+        "wikipedia-abstracts",
+        "wikidata",
+        "dbpedia",
+    }
+    assert card["sources"][str(WIKIDATA)]["licence"] == "Wikidata, CC0 1.0"
+    assert load_kb_folder(out).lookup("DNA", 1)[0][0].title == "Douglas Adams"
+    assert main(["--quiet", "kb", "build", "--out", str(tmp_path / "x")]) == 1
+    assert "give at least one input" in capsys.readouterr().err
+    limited = tmp_path / "two"
+    assert (
+        main(
+            [
+                "--quiet",
+                "kb",
+                "build",
+                "--dbpedia",
+                str(DBPEDIA),
+                "--out",
+                str(limited),
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
+    assert len(load_kb_folder(limited)) == 2

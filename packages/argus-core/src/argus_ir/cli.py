@@ -454,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common_encoder(p)
 
     _sira_parser(sub)
+    _kb_parser(sub)
 
     p = sub.add_parser(
         "coverage",
@@ -557,6 +558,84 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
     p.add_argument("--out", type=Path, required=True)
     return parser
+
+
+def _kb_parser(sub: Any) -> None:
+    from argus_ir.kb_dumps import FORMATS
+
+    kb = sub.add_parser(
+        "kb",
+        help="build a reference KB folder from public dumps or your own passages",
+        description="Knowledge bases for the remedy (--kb FOLDER).",
+    )
+    subs = kb.add_subparsers(dest="kb_command", metavar="STEP", required=True)
+    p = subs.add_parser(
+        "build",
+        help="stream dumps into a disk KB folder (memory-mapped when opened)",
+        description="Reads Wikipedia's abstracts dump, Wikidata's JSON dump, DBpedia abstracts "
+        "(N-Triples / Turtle) or a passages file (JSONL/Parquet/CSV: id, title, text, optional "
+        "description and aliases), .gz and .bz2 as they are, and writes a KB folder: passages "
+        "(Arrow), a bm25s index opened memory-mapped, an exact-name table of titles and aliases, "
+        "and a card with sources, licences and counts. Wikidata entities whose English "
+        "Wikipedia title names a text passage give it their description and aliases.",
+    )
+    for fmt in FORMATS:
+        p.add_argument(
+            f"--{fmt}",
+            type=Path,
+            action="append",
+            default=[],
+            metavar="FILE",
+            help=f"a {fmt} input (repeatable)",
+        )
+    p.add_argument("--out", type=Path, required=True, help="the KB folder to write")
+    p.add_argument("--limit", type=int, help="stop after this many passages (a trial build)")
+
+
+def _cmd_kb(args: argparse.Namespace) -> int:
+    import hashlib
+    import itertools
+    import json
+
+    from argus_ir.kb_disk import build_disk_kb
+    from argus_ir.kb_dumps import FORMATS, LICENCES, merge, read_dump, read_wikidata
+
+    inputs = [(fmt, path) for fmt in FORMATS for path in getattr(args, fmt.replace("-", "_"))]
+    if not inputs:
+        raise ArgusError("give at least one input: " + ", ".join(f"--{f} FILE" for f in FORMATS))
+    for _, path in inputs:
+        if not path.is_file():
+            raise ArgusError(f"KB input not found: {path}")
+    texts = itertools.chain.from_iterable(read_dump(f, p) for f, p in inputs if f != "wikidata")
+    wikidata = [p for f, p in inputs if f == "wikidata"]
+    records = merge(
+        texts,
+        itertools.chain.from_iterable(read_wikidata(p) for p in wikidata) if wikidata else None,
+    )
+    if args.limit is not None:
+        records = itertools.islice(records, args.limit)
+    if not args.quiet:
+        from tqdm.auto import tqdm
+
+        records = tqdm(records, desc="passages", unit=" passages")
+    sources = {}
+    for fmt, path in inputs:  # a dump can be 100 GB: its size and the hash of its first MiB
+        with open(path, "rb") as fh:
+            head = hashlib.sha256(fh.read(1 << 20)).hexdigest()
+        sources[str(path)] = {
+            "format": fmt,
+            "licence": LICENCES[fmt],
+            "bytes": path.stat().st_size,
+            "head_sha256": head,
+        }
+    folder = build_disk_kb(records, args.out, sources=sources, show_progress=not args.quiet)
+    card = json.loads((folder / "kb.json").read_text(encoding="utf-8"))
+    c = card["counts"]
+    print(
+        f"{c['passages']} passages, {c['aliases']} aliases ({c['duplicate_ids']} repeated ids and "
+        f"{c['empty']} empty passages skipped) -> {folder}"
+    )
+    return 0
 
 
 def _sira_parser(sub: Any) -> None:
@@ -1286,6 +1365,7 @@ _COMMANDS = {
     "augment": _cmd_augment,
     "evaluate": _cmd_evaluate,
     "sira": _cmd_sira,
+    "kb": _cmd_kb,
     "bias": _cmd_bias,
     "coverage": _cmd_coverage,
     "report": _cmd_report,
