@@ -183,6 +183,7 @@ BENCHMARKS = {
     "probe-scaling": "probe_scaling.py",
     "scale": "scale_bench.py",
     "kb": "kb_bench.py",
+    "kb-scale": "kb_scale.py",
 }
 
 

@@ -284,26 +284,40 @@ class DiskKB:
         tokens = _tokenize([surface])
         result: list[tuple[Passage, float]] = []
         if tokens.ids and tokens.ids[0]:
-            docs, scores = self.index.retrieve(
-                tokens, k=min(k, len(self)), show_progress=False, n_threads=1
-            )
-            ranked = [(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]
+            inverse = {i: w for w, i in tokens.vocab.items()}
+            words = [inverse[i] for i in tokens.ids[0]]
+            rows, scores = self._bm25(words)
+            order = np.lexsort((rows, -scores))[:k]
+            ranked = [(int(rows[j]), float(scores[j])) for j in order if scores[j] > 0]
             titled = self.titled(surface)
             if titled is not None:
-                rows = self._find(self._ids, self._id_rows, _key(titled.id))
-                first = rows[0] if rows else -1
-                score = next((s for i, s in ranked if i == first), None)
-                if score is None:  # its own BM25 score, as ReferenceKB gives it
-                    mask = np.zeros(len(self), dtype=np.float32)
-                    mask[first] = 1.0
-                    _, own = self.index.retrieve(
-                        tokens, k=1, show_progress=False, n_threads=1, weight_mask=mask
-                    )
-                    score = float(own[0][0])
+                found = self._find(self._ids, self._id_rows, _key(titled.id))
+                first = found[0] if found else -1
+                at = np.flatnonzero(rows == first)
+                score = float(scores[at[0]]) if at.size else 0.0
                 ranked = [(first, score)] + [r for r in ranked if r[0] != first]
             result = [(self._row(i), s) for i, s in ranked[:k]]
         self._cache[key] = result
         return result
+
+    def _bm25(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The BM25 scores of the passages that hold any of ``words``: (rows, scores).
+
+        The same sums over the index's precomputed postings as ``bm25s`` ``get_scores``, but only
+        over the postings of the query's words, not a score array over every passage: a lookup
+        costs what its words occur in, whatever the size of the KB.
+        """
+        vocab = self.index.vocab_dict
+        ids = [vocab[w] for w in words if w in vocab]
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        index = self.index.scores
+        indptr, indices, data = index["indptr"], index["indices"], index["data"]
+        docs = np.concatenate([indices[indptr[t] : indptr[t + 1]] for t in ids])
+        weights = np.concatenate([data[indptr[t] : indptr[t + 1]] for t in ids])
+        rows, inverse = np.unique(docs, return_inverse=True)
+        scores = np.bincount(inverse, weights=weights, minlength=rows.size).astype(np.float32)
+        return rows.astype(np.int64), scores
 
 
 def _read_card(src: Path) -> dict[str, Any]:
