@@ -19,7 +19,11 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
 t0 = time.perf_counter()
 from argus_ir.places import shipped_kb
 from argus_ir.kb import ask
@@ -36,7 +40,7 @@ times.sort()
 pick = lambda q: times[min(len(times) - 1, int(q * len(times)))] * 1000
 print(json.dumps({
     "kb": sys.argv[1], "open_s": round(open_s, 2),
-    "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    "peak_rss_mb": peak_mb(),
     "lookups": len(times), "p50_ms": round(pick(0.5), 3), "p95_ms": round(pick(0.95), 3),
 }))
 """

