@@ -223,3 +223,47 @@ def test_llm_entities_against_a_real_llama_cpp_server(llama_server, tmp_path):
     from argus_ir.llm import OpenAICompatibleLLM
 
     _check_llm_entities(OpenAICompatibleLLM(llama_server, "smollm2"), tmp_path)
+
+
+@pytest.mark.integration
+def test_llm_knowledge_against_a_real_llama_cpp_server(llama_server, tmp_path, capsys):
+    """``argus augment --kb-llm openai:URL@MODEL``: the real server describes what the KB does not
+    know by name; a 135M model may answer badly, so what must hold is the plumbing: every
+    generated passage is marked in the lineage, replies are cached beside --out (a second run
+    makes no call: the server is told to go away first) and originals pass through."""
+    import json
+
+    from argus_ir.cli import main
+    from argus_ir.llm import OpenAICompatibleLLM
+    from argus_ir.llm_kb import LLMKnowledge
+
+    knowledge = LLMKnowledge(OpenAICompatibleLLM(llama_server, "smollm2", max_tokens=32))
+    hits = knowledge.lookup("Kranjska Gora", context="We hiked above Kranjska Gora in May.")
+    assert knowledge.calls == 1 and len(hits) <= 1
+    for passage, _ in hits:
+        assert passage.id.startswith("llm:") and passage.text.startswith("Kranjska Gora: ")
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"_id": "p1", "text": "We hiked above Kranjska Gora with Tom in May."}) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    argv = ["--quiet", "augment", str(corpus), "--out", str(out), "--tau", "1.0"]
+    argv += ["--kb", "wikipedia", "--kb-llm", f"openai:{llama_server}@smollm2"]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert rows[0]["_id"] == "p1" and rows[0]["metadata"]["argus_view"] == "original"
+    for row in rows[1:]:
+        generated = any(i.startswith("llm:") for i in row["metadata"]["argus_kb_id"].split("|"))
+        assert row["metadata"].get("argus_kb_generated", False) is generated
+    cache = tmp_path / "out.jsonl.kb-llm-cache"
+    assert cache.is_dir() and any(cache.iterdir())
+    again = tmp_path / "again.jsonl"
+    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens: only the cache can answer
+    argv2 = [a if a != str(out) else str(again) for a in argv]
+    argv2[-1] = f"openai:{dead}@smollm2"
+    # the cache is keyed by the model's fingerprint, which names the model, not the URL
+    (tmp_path / "again.jsonl.kb-llm-cache").symlink_to(cache, target_is_directory=True)
+    assert main(argv2) == 0
+    assert again.read_text(encoding="utf-8") == out.read_text(encoding="utf-8")

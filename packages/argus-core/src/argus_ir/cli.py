@@ -345,6 +345,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remedy", choices=REMEDIES, default=DEFAULT_REMEDY)
     _remedy_options(p)
     p.add_argument(
+        "--kb-llm",
+        default=None,
+        metavar="SPEC",
+        help="ask this LLM ('openai:BASE_URL[@MODEL]', 'vllm:MODEL', 'transformers[:MODEL]') for "
+        "a one-line description of each flagged mention the KB does not know by name; replies "
+        "are cached beside --out, and views built from them say argus_kb_generated (default: "
+        "no LLM knowledge)",
+    )
+    p.add_argument(
         "--docs-per-batch",
         type=int,
         default=64,
@@ -936,6 +945,21 @@ def _read_corpus(path: Path) -> list[Document]:
     return list(iter_corpus(_corpus_arg(path)))
 
 
+def _kb_with_llm(args: argparse.Namespace) -> Any:
+    """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.llm_kb)."""
+    from argus_ir.llm import load_llm
+    from argus_ir.llm_kb import LLMKnowledge, with_llm_knowledge
+    from argus_ir.pipeline import Argus
+
+    try:
+        llm = load_llm(args.kb_llm)
+    except ValueError as exc:
+        raise ArgusError(f"--kb-llm: {exc}") from None
+    cache = None if args.out is None else args.out.with_name(args.out.name + ".kb-llm-cache")
+    base = Argus(kb=args.kb, show_progress=not args.quiet)._load_kb_source()
+    return with_llm_knowledge(base, LLMKnowledge(llm, cache))
+
+
 def _cmd_augment(args: argparse.Namespace) -> int:
     import json
 
@@ -952,8 +976,11 @@ def _cmd_augment(args: argparse.Namespace) -> int:
             "whole corpus, which Ray's blocks do not share; use --engine local (or "
             "--targeting probe)"
         )
+    options = _argus_settings(args)
+    if args.kb_llm:
+        options["kb"] = _kb_with_llm(args)
     argus = Argus(
-        **_argus_settings(args),
+        **options,
         remedy=args.remedy,
         batch_size=args.docs_per_batch,
         show_progress=not args.quiet,
@@ -968,6 +995,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
         "k_aug": args.k_aug,
         "kb": args.kb or DEFAULT_KB_NAME,
         "kb_match": args.kb_match,
+        "kb_llm": args.kb_llm,
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
         "targeting": args.targeting,

@@ -75,6 +75,8 @@ logger = logging.getLogger(__name__)
 
 KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis")
 DEFAULT_REMEDY = "descriptor"
+GENERATED_PREFIX = "llm:"
+"""Passage ids of generated knowledge (:mod:`argus_ir.llm_kb`); their views say so in lineage."""
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
 ORIGINAL = "original"
@@ -413,13 +415,16 @@ def _plan(
 
 
 def _lineage(doc_id: str, kind: str, plan: Plan, passages: Sequence[Passage]) -> dict[str, Any]:
-    return {
+    lineage = {
         SOURCE_KEY: doc_id,
         "argus_view": kind,
         "argus_entity": "|".join(r.surface for r, _ in plan),
         "argus_kb_id": "|".join(p.id for p in passages),
         "argus_rps": round(min(r.rps for r, _ in plan), 6),
     }
+    if any(p.id.startswith(GENERATED_PREFIX) for p in passages):
+        lineage["argus_kb_generated"] = True  # an LLM's line, not a KB passage (argus_ir.llm_kb)
+    return lineage
 
 
 def _expansion_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:

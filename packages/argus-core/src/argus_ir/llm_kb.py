@@ -1,0 +1,144 @@
+"""Knowledge from a served LLM for the entities no KB source knows by name.
+
+:class:`LLMKnowledge` asks an LLM (any :class:`~argus_ir.llm.LLM`: an OpenAI-compatible server,
+vLLM, transformers) for one short line on what a mention is in its sentence, and answers with
+that line as a passage: title the mention, text "<mention>: <line>", description the line. Its id
+starts with ``llm:`` and the views built from it carry ``argus_kb_generated: true`` in their
+lineage, so generated knowledge is never mistaken for a KB's. Replies are cached on disk by
+prompt (:class:`~argus_ir.llm.cache.CallCache`), so a rerun asks nothing twice; a reply of
+"UNKNOWN", an empty one, one that only repeats the name, or a failed call gives no passage.
+
+:func:`with_llm_knowledge` puts it behind any KB: the KB's exact names first, then the LLM, and
+the KB's BM25 word matches only when the LLM gives nothing (they were mostly about another entity
+in the hand-labelled samples, docs/benchmarks.md). ``argus augment --kb-llm openai:URL@MODEL``
+does that for the command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage
+from argus_ir.llm.base import LLM
+from argus_ir.llm.cache import CallCache, cached_generate
+from argus_ir.remedy import GENERATED_PREFIX
+
+__all__ = ["GENERATED_PREFIX", "PROMPT", "LLMKnowledge", "with_llm_knowledge"]
+
+PROMPT_VERSION = "kb-describe-v1"
+PROMPT = (
+    'In the text below, what is "{surface}"? Answer with one short line of at most twelve words '
+    "that says what kind of thing it is (for example: town in Slovenia; human gene; 1999 album "
+    "by a British band). If you do not know, answer UNKNOWN.\n\nText: {window}\n\nAnswer:"
+)
+_MAX_CHARS = 120
+_WINDOW = 200
+
+
+def _window(surface: str, context: str | None) -> str:
+    """The text around the mention's first occurrence (the whole context if it is short)."""
+    if not context:
+        return surface
+    at = context.find(surface)
+    if at < 0:
+        return context[: 2 * _WINDOW]
+    return context[max(0, at - _WINDOW) : at + len(surface) + _WINDOW]
+
+
+def clean_reply(surface: str, reply: str | None) -> str | None:
+    """The first line of a reply, unquoted and cut to 120 characters; ``None`` when it says
+    nothing ("UNKNOWN", empty, or only the name again)."""
+    if not reply:
+        return None
+    line = next((part.strip() for part in reply.strip().splitlines() if part.strip()), "")
+    line = line.strip(" \"'`*").removeprefix("Answer:").strip()
+    line = re.sub(rf"^{re.escape(surface)}\s*(?:is|:|-|—)\s*", "", line, flags=re.I).strip()
+    line = re.sub(r"^(?:an?|the)\s+", "", line, flags=re.I)
+    line = line.rstrip(".").strip()
+    if not line or "unknown" in line.lower() or line.lower() == surface.lower():
+        return None
+    return line[:_MAX_CHARS]
+
+
+class LLMKnowledge:
+    """One-line descriptions of mentions from an LLM, as KB passages (see the module).
+
+    Args:
+        llm: The model to ask.
+        cache: A folder (or :class:`CallCache`) that keeps every reply; ``None`` keeps them in
+            memory only.
+        max_tokens: Longest reply.
+    """
+
+    def __init__(
+        self, llm: LLM, cache: CallCache | str | Path | None = None, *, max_tokens: int = 32
+    ) -> None:
+        self.llm = llm
+        self.cache = cache if isinstance(cache, CallCache) or cache is None else CallCache(cache)
+        self.max_tokens = max_tokens
+        digest = hashlib.sha256(f"{llm.fingerprint}|{PROMPT_VERSION}".encode()).hexdigest()
+        self.fingerprint = f"llm-knowledge:{digest[:16]}"
+        self._passages: dict[str, Passage] = {}
+        self._memo: dict[str, Passage | None] = {}
+        self.calls = 0
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    def passage(self, passage_id: str) -> Passage | None:
+        return self._passages.get(passage_id)
+
+    def knows(self, surface: str) -> bool:
+        """Any name may be asked: a form with at least two letters."""
+        return sum(c.isalpha() for c in surface) >= 2
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]:
+        """One generated passage for the mention in its text, or ``[]``."""
+        if k < 1:
+            raise ArgusInputError(f"k must be at least 1, got {k}")
+        if not self.knows(surface):
+            return []
+        prompt = PROMPT.format(surface=surface, window=" ".join(_window(surface, context).split()))
+        if prompt not in self._memo:
+            (reply,), count = cached_generate(
+                self.llm, [(PROMPT_VERSION, prompt)], self.cache, max_tokens=self.max_tokens
+            )
+            self.calls += count.calls - count.cache_hits
+            line = clean_reply(surface, reply.text if reply.ok else None)
+            passage = None
+            if line is not None:
+                pid = GENERATED_PREFIX + hashlib.sha256(prompt.encode()).hexdigest()[:16]
+                passage = Passage(pid, surface, f"{surface}: {line}.", line)
+                self._passages[pid] = passage
+            self._memo[prompt] = passage
+        found = self._memo[prompt]
+        return [] if found is None else [(found, 1.0)]
+
+
+def with_llm_knowledge(kb: KnowledgeBase, knowledge: LLMKnowledge) -> Any:
+    """``kb`` with ``knowledge`` behind its exact names: a mention ``kb`` knows by name gets
+    ``kb``'s answer, any other the LLM's line, and ``kb``'s word matches only when the LLM gives
+    nothing."""
+    from argus_ir.places import CompositeKB
+
+    if isinstance(kb, CompositeKB):
+        routes = {label: (*names, "llm") for label, names in kb.routes.items()}
+        return CompositeKB(
+            {**kb.sources, "llm": knowledge},
+            routes,
+            (*kb.fallback, "llm"),
+            fuzzy=kb.fuzzy,
+            cues=kb.cues,
+        )
+    return CompositeKB({"kb": kb, "llm": knowledge}, routes={}, fallback=("kb", "llm"))
