@@ -104,6 +104,26 @@ class KnowledgeBase(Protocol):
     ) -> list[tuple[Passage, float]]: ...
 
 
+def read_card(src: Path) -> dict[str, Any]:
+    """The ``kb.json`` card of a KB folder (either kind), checked for a passage count and a
+    fingerprint.
+
+    Raises:
+        ArgusInputError: No card, or one that is unreadable or incomplete (names the file).
+    """
+    if not (src / _CARD).is_file():
+        raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
+    try:
+        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
+    if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
+        raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
+    if not isinstance(card.get("fingerprint"), str):
+        raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
+    return card
+
+
 def ask(
     kb: KnowledgeBase, surface: str, k: int, *, label: str | None, context: str | None
 ) -> list[tuple[Passage, float]]:
@@ -323,16 +343,7 @@ class ReferenceKB:
         """
         bm25s = _bm25s()
         src = Path(folder)
-        if not (src / _CARD).is_file():
-            raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
-        try:
-            card = json.loads((src / _CARD).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
-        if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
-            raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
-        if not isinstance(card.get("fingerprint"), str):
-            raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
+        card = read_card(src)
         if card.get("format_version", 0) > FORMAT_VERSION:
             raise ArgusInputError(
                 f"{src} has KB format {card['format_version']}; this argus reads {FORMAT_VERSION}"

@@ -34,15 +34,22 @@ import numpy as np
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
 from argus_ir.grounding import normalize
-from argus_ir.kb import DEFAULT_K_AUG, LOOKUP_CACHE_SIZE, Passage, _bm25s, _tokenize
+from argus_ir.kb import (  # one KB family: the card and index names are the in-memory KB's
+    _CARD,
+    _INDEX,
+    DEFAULT_K_AUG,
+    LOOKUP_CACHE_SIZE,
+    Passage,
+    _bm25s,
+    _tokenize,
+    read_card,
+)
 
 __all__ = ["DISK_FORMAT_VERSION", "DiskKB", "build_disk_kb", "load_kb_folder"]
 
 DISK_FORMAT_VERSION = 2
 LAYOUT = "disk"
-_CARD = "kb.json"
 _PASSAGES = "passages.arrow"
-_INDEX = "bm25"
 _BATCH = 8192
 
 
@@ -188,7 +195,7 @@ class DiskKB:
 
         bm25s = _bm25s()
         self.folder = src = Path(folder)
-        card = _read_card(src)
+        card = read_card(src)
         if card.get("layout") != LAYOUT:
             raise ArgusInputError(
                 f"{src / _CARD}: not a disk KB card (layout {card.get('layout')!r})"
@@ -320,26 +327,12 @@ class DiskKB:
         return rows.astype(np.int64), scores
 
 
-def _read_card(src: Path) -> dict[str, Any]:
-    if not (src / _CARD).is_file():
-        raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
-    try:
-        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
-    if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
-        raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
-    if not isinstance(card.get("fingerprint"), str):
-        raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
-    return card
-
-
 def load_kb_folder(folder: str | os.PathLike[str]) -> Any:
     """Open a KB folder of either kind: a :class:`DiskKB` (``argus kb build``) or a
     :class:`~argus_ir.kb.ReferenceKB` saved with :meth:`~argus_ir.kb.ReferenceKB.save`."""
     from argus_ir.kb import ReferenceKB
 
     src = Path(folder)
-    if _read_card(src).get("layout") == LAYOUT:
+    if read_card(src).get("layout") == LAYOUT:
         return DiskKB(src)
     return ReferenceKB.load(src)
