@@ -107,3 +107,23 @@ def test_cli_names_a_bad_kb_llm_spec_before_any_work(tmp_path, capsys):
     assert main([*argv, "--kb-llm", "carrier-pigeon:coop"]) == 1
     assert "--kb-llm: " in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_cued_source_answers_before_the_llm():
+    from argus_ir.places import CompositeKB
+
+    wiki = ReferenceKB.from_passages([Passage("Paris", "Paris", "Capital of France.", "")])
+    towns = ReferenceKB.from_passages([Passage("Kranj", "Kranj", "Kranj is a town.", "town")])
+    places = CompositeKB(
+        {"wikipedia": wiki, "towns": towns},
+        routes={"GPE": ("wikipedia", "towns")},
+        fallback=("wikipedia",),
+        cues={"towns": lambda surface, label, context: "in " + surface in (context or "")},
+    )
+    llm = ScriptedLLM(["a person"])
+    kb = with_llm_knowledge(places, LLMKnowledge(llm))
+    # the tagger called the town a person; the cue sends it to the towns, not to the LLM
+    [(passage, _)] = kb.lookup("Kranj", 2, label="PERSON", context="a wedding in Kranj")
+    assert passage.id == "Kranj" and llm.prompts == []
+    [(passage, _)] = kb.lookup("Kranj", 2, label="PERSON", context="Kranj said hello")
+    assert kb.source_of(passage.id) == "llm" and len(llm.prompts) == 1

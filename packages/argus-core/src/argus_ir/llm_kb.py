@@ -133,12 +133,12 @@ def with_llm_knowledge(kb: KnowledgeBase, knowledge: LLMKnowledge) -> Any:
     from argus_ir.places import CompositeKB
 
     if isinstance(kb, CompositeKB):
-        routes = {label: (*names, "llm") for label, names in kb.routes.items()}
         return CompositeKB(
             {**kb.sources, "llm": knowledge},
-            routes,
-            (*kb.fallback, "llm"),
+            kb.routes,
+            kb.fallback,
             fuzzy=kb.fuzzy,
             cues=kb.cues,
+            last=(*kb.last, "llm"),
         )
-    return CompositeKB({"kb": kb, "llm": knowledge}, routes={}, fallback=("kb", "llm"))
+    return CompositeKB({"kb": kb, "llm": knowledge}, routes={}, fallback=("kb",), last=("llm",))

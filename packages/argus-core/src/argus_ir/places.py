@@ -398,6 +398,8 @@ class CompositeKB:
             leaves out is still asked, after the route's exact names, when its test says the
             text uses the mention as that source's kind (the shipped KB: :func:`cued_place` for
             the gazetteer).
+        last: Sources asked for every label after the route's and the cues' exact names, before
+            any word match (:func:`argus_ir.llm_kb.with_llm_knowledge`: the LLM).
 
     A lookup walks the route twice: first for a source that knows the form exactly (a passage
     titled with it, a place of that name; then a cued source) and answers from it (without
@@ -414,6 +416,7 @@ class CompositeKB:
         *,
         fuzzy: bool = True,
         cues: Mapping[str, Callable[[str, str | None, str | None], bool]] | None = None,
+        last: Sequence[str] = (),
     ) -> None:
         if not sources:
             raise ArgusInputError("a composite KB needs at least one source")
@@ -430,6 +433,10 @@ class CompositeKB:
         unknown = sorted(set(self.cues) - set(self.sources))
         if unknown:
             raise ArgusInputError(f"cues name {unknown}; sources: {sorted(self.sources)}")
+        self.last = tuple(last)
+        unknown = sorted(set(self.last) - set(self.sources))
+        if unknown:
+            raise ArgusInputError(f"last names {unknown}; sources: {sorted(self.sources)}")
         self.hits: dict[str, int] = dict.fromkeys(self.sources, 0)
         card = {
             "sources": {n: s.fingerprint for n, s in self.sources.items()},
@@ -441,6 +448,8 @@ class CompositeKB:
             card["cues"] = {
                 n: getattr(c, "__name__", repr(c)) for n, c in sorted(self.cues.items())
             }
+        if self.last:
+            card["last"] = list(self.last)
         self.fuzzy = fuzzy
         digest = hashlib.sha256(json.dumps(card, sort_keys=True).encode("utf-8")).hexdigest()
         self.fingerprint = "composite:" + digest[:16]
@@ -482,8 +491,9 @@ class CompositeKB:
             and _knows(self.sources[name], surface)
             and cue(surface, label, context)
         )
+        last = tuple(n for n in self.last if n not in route and n not in cued)
         for exact in (True, False) if self.fuzzy else (True,):
-            for name in route + cued if exact else route:
+            for name in route + cued + last if exact else route:
                 source = self.sources[name]
                 if exact and not _knows(source, surface):
                     continue
@@ -585,7 +595,9 @@ def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
     if match == "bm25":
         return kb
     if isinstance(kb, CompositeKB):
-        return CompositeKB(kb.sources, kb.routes, kb.fallback, fuzzy=False, cues=kb.cues)
+        return CompositeKB(
+            kb.sources, kb.routes, kb.fallback, fuzzy=False, cues=kb.cues, last=kb.last
+        )
     return CompositeKB({"kb": kb}, routes={}, fuzzy=False)
 
 
