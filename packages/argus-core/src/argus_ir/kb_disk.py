@@ -262,10 +262,15 @@ class DiskKB:
         form = normalize(surface)
         if not form:
             return None
-        # aliases are not stored with the passage, so the 64-bit key is trusted: with three
-        # million names the chance of any collision is below one in a million
-        rows = self._find(self._names, self._name_rows, _key(form))
-        return self._row(min(rows)) if rows else None
+        row = self._titled_row(form)
+        return None if row is None else self._row(row)
+
+    def _titled_row(self, form: str) -> int | None:
+        """The first row titled or aliased with a normalised form. Aliases are not stored with
+        the passage, so the 64-bit key is trusted: with three million names the chance of any
+        collision is below one in a million."""
+        rows = self._find(self._names, self._name_rows, _key(form)) if form else []
+        return min(rows) if rows else None
 
     def knows(self, surface: str) -> bool:
         """Whether a passage is titled or aliased with exactly this name."""
@@ -296,10 +301,8 @@ class DiskKB:
             rows, scores = self._bm25(words)
             order = np.lexsort((rows, -scores))[:k]
             ranked = [(int(rows[j]), float(scores[j])) for j in order if scores[j] > 0]
-            titled = self.titled(surface)
-            if titled is not None:
-                found = self._find(self._ids, self._id_rows, _key(titled.id))
-                first = found[0] if found else -1
+            first = self._titled_row(key[0])  # the row itself: no second look-up by its id
+            if first is not None:
                 at = np.flatnonzero(rows == first)
                 score = float(scores[at[0]]) if at.size else 0.0
                 ranked = [(first, score)] + [r for r in ranked if r[0] != first]
