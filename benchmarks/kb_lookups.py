@@ -26,6 +26,11 @@ KBS = ("wikipedia", "wikipedia+places", "wikipedia+places+biomed")
 
 
 def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
+    """Draw up to ``per_set`` flagged mentions per set, keeping the rows already sampled.
+
+    The rows on file stay first and unchanged (their labels stay valid); new mentions come from
+    a larger seeded draw of documents, skipping mentions already on file.
+    """
     sys.path.insert(0, str(HERE))
     from remedy_design import _load
 
@@ -36,8 +41,18 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
     argus = Argus()
     kbs = {name: shipped_kb(name) for name in KBS}
     by_name = {name: match_titles(kb, "title") for name, kb in kbs.items()}
+    old = (
+        [json.loads(line) for line in LOOKUPS.read_text("utf-8").splitlines()]
+        if LOOKUPS.is_file()
+        else []
+    )
     rows = []
     for name in ("entity-lists", "msmarco5k", "scifact"):
+        kept = [r for r in old if r["set"] == name][:per_set]
+        rows += kept
+        seen = {(r["doc"], r["surface"]) for r in kept}
+        if len(kept) >= per_set:
+            continue
         data = _load(name, shared, work)
         docs = list(data.corpus)
         random.Random(seed).shuffle(docs)
@@ -45,7 +60,8 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
         for diagnosis, doc in zip(argus.diagnose(docs[: per_set * 3]), docs[: per_set * 3]):
             found += [(doc.id, risk, doc.index_text) for risk in diagnosis.flagged]
         random.Random(seed).shuffle(found)
-        for doc_id, risk, text in found[:per_set]:
+        found = [f for f in found if (f[0], f[1].surface) not in seen]
+        for doc_id, risk, text in found[: per_set - len(kept)]:
             row = {
                 "set": name,
                 "doc": doc_id,
@@ -68,7 +84,8 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
                         "by_title": bool(named) and named[0][0].id == p.id,
                     }
             rows.append(row)
-        print(f"{name}: {len(found)} flagged mentions, {min(per_set, len(found))} kept", flush=True)
+        added = min(per_set - len(kept), len(found))
+        print(f"{name}: {len(kept)} on file, {added} added of {len(found)} new", flush=True)
     LOOKUPS.parent.mkdir(parents=True, exist_ok=True)
     with open(LOOKUPS, "w", encoding="utf-8") as fh:
         for row in rows:
@@ -82,6 +99,16 @@ def answer_key(row: dict, answer: dict) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
 
 
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a proportion k / n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
 def _score() -> None:
     rows = [json.loads(line) for line in LOOKUPS.read_text("utf-8").splitlines()]
     labels = {}
@@ -90,9 +117,10 @@ def _score() -> None:
             rec = json.loads(line)
             labels[rec["key"]] = bool(rec["same"])
     print(
-        "| set | KB | mentions | hit rate | precision of hits (labelled) | by name: share, precision |"
+        "| set | KB | mentions | hit rate | precision of hits (labelled) [95% CI] "
+        "| right passage, share of mentions | by name: share, precision |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for name in ("entity-lists", "msmarco5k", "scifact"):
         part = [r for r in rows if r["set"] == name]
         for kb in KBS:
@@ -100,12 +128,17 @@ def _score() -> None:
             judged = [labels[answer_key(r, a)] for r, a in answered if answer_key(r, a) in labels]
             titled = [(r, a) for r, a in answered if a["by_title"]]
             t_judged = [labels[answer_key(r, a)] for r, a in titled if answer_key(r, a) in labels]
-            prec = f"{sum(judged) / len(judged):.0%} ({len(judged)})" if judged else "-"
+            if judged:
+                low, high = _wilson(sum(judged), len(judged))
+                prec = f"{sum(judged) / len(judged):.0%} ({len(judged)}) [{low:.0%}–{high:.0%}]"
+            else:
+                prec = "-"
             t_prec = f"{sum(t_judged) / len(t_judged):.0%}" if t_judged else "-"
             share = f"{len(titled) / len(part):.0%}" if part else "-"
+            right = f"{sum(judged) / len(part):.1%}" if part else "-"
             print(
                 f"| {name} | {kb} | {len(part)} | {len(answered) / max(1, len(part)):.0%} "
-                f"| {prec} | {share}, {t_prec} |"
+                f"| {prec} | {right} | {share}, {t_prec} |"
             )
 
 
