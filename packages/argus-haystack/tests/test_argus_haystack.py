@@ -7,7 +7,7 @@ import copy
 import inspect
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from haystack import Document, Pipeline
@@ -37,6 +37,15 @@ MODEL = str(minilm_path())
 
 
 class TestContract(AdapterContract):
+    # Haystack's names and conventions: components take `progress_bar`, shown unless turned off
+    renamed_settings: ClassVar[dict[str, str]] = {"show_progress": "progress_bar"}
+    own_defaults: ClassVar[dict[str, Any]] = {"progress_bar": True}
+    own_settings: ClassVar[frozenset[str]] = frozenset({"kb_fingerprint"})
+
+    def settings_defaults(self) -> dict[str, Any]:
+        params = inspect.signature(ArgusAugmenter.__init__).parameters
+        return {name: p.default for name, p in params.items() if name != "self"}
+
     def make_adapter(self, **settings: Any) -> ArgusAugmenter:
         return ArgusAugmenter(progress_bar=False, **settings)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.documents import Document
@@ -47,6 +47,11 @@ def embeddings() -> MiniLM:
 
 
 class TestContract(AdapterContract):
+    own_settings: ClassVar[frozenset[str]] = frozenset({"kb_fingerprint"})
+
+    def settings_defaults(self) -> dict[str, Any]:
+        return {n: f.default for n, f in ArgusDocumentTransformer.model_fields.items()}
+
     supports_none_text = False  # a LangChain Document's page_content is a str
 
     def make_adapter(self, **settings: Any) -> ArgusDocumentTransformer:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import pickle
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from llama_index.core import VectorStoreIndex
@@ -67,6 +67,11 @@ def embed_model() -> MiniLM:
 
 
 class TestContract(AdapterContract):
+    own_settings: ClassVar[frozenset[str]] = frozenset({"kb_fingerprint", "probe_checksum"})
+
+    def settings_defaults(self) -> dict[str, Any]:
+        return {n: f.default for n, f in ArgusTransform.model_fields.items()}
+
     def make_adapter(self, **settings: Any) -> ArgusTransform:
         return ArgusTransform(**settings)
 

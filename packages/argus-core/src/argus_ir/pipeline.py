@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field, fields
 from itertools import islice
@@ -527,6 +528,40 @@ class Argus:
             )
             for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
                 yield diagnosis, n
+
+
+def argus_settings() -> dict[str, Any]:
+    """Every :class:`Argus` setting and its default, in field order.
+
+    The framework adapters expose these as their own fields and take the defaults from here, so a
+    default changes in one place; :class:`argus_ir.testing.AdapterContract` checks each adapter
+    against it.
+    """
+    return {f.name: f.default for f in fields(Argus) if f.init}
+
+
+def setting_docs() -> dict[str, str]:
+    """Each :class:`Argus` setting's description, from the class docstring (one line each).
+
+    For adapters whose fields carry a description (LlamaIndex's pydantic ``Field``), so that the
+    text cannot drift from the core's.
+    """
+    docs: dict[str, str] = {}
+    name = None
+    body = (Argus.__doc__ or "").split("Attributes:", 1)[-1]
+    for line in body.splitlines():
+        stripped = line.strip()
+        if line.startswith(" " * 8) and not line.startswith(" " * 9) and ":" in stripped:
+            name, text = stripped.split(":", 1)
+            docs[name] = text.strip()
+        elif name is not None and stripped and line.startswith(" " * 12):
+            docs[name] += " " + stripped
+
+    def plain(text: str) -> str:  # ``x`` -> x, :data:`~a.b.C` -> C
+        text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([\w]+)`", r"\1", text.replace("``", ""))
+        return " ".join(text.split())
+
+    return {key: plain(value) for key, value in docs.items()}
 
 
 def _earlier_output(doc: Document) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
@@ -13,13 +12,12 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
-from argus_ir.synthesis import PROMPT_VERSION
-from argus_ir.targeting import DEFAULT_TARGETING
+from argus_ir.pipeline import argus_settings
 from langchain_argus.kb import store_kb
 
 __all__ = ["ArgusDocumentTransformer"]
 
-_ARGUS_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Argus) if f.init}
+_CORE: dict[str, Any] = argus_settings()  # the core owns every default
 
 
 class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
@@ -45,15 +43,15 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
     )
 
-    retriever: str = "minilm"
+    retriever: str = _CORE["retriever"]
     """The retriever your index uses (alias, model id or folder): ``"minilm"``, ``"mpnet"``..."""
-    probe: str | None = None
+    probe: str | None = _CORE["probe"]
     """A probe folder (default: the probe shipped for ``retriever`` at ``k``)."""
-    k: int = 10
-    tau: float | None = None
-    remedy: str = _ARGUS_DEFAULTS["remedy"]
-    k_aug: int = 2
-    kb: str | VectorStore | BaseRetriever | None = None
+    k: int = _CORE["k"]
+    tau: float | None = _CORE["tau"]
+    remedy: str = _CORE["remedy"]
+    k_aug: int = _CORE["k_aug"]
+    kb: str | VectorStore | BaseRetriever | None = _CORE["kb"]
     """A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a KB folder, a passages
     file, or your own knowledge as a LangChain ``VectorStore`` or ``BaseRetriever`` (asked with
     each flagged mention; see :func:`langchain_argus.kb.store_kb`). Default:
@@ -61,24 +59,24 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     kb_fingerprint: str | None = None
     """With a store as ``kb``: its content's identity in view ids (default: the store's class);
     give a new one when the store's content changes."""
-    kb_match: str = _ARGUS_DEFAULTS["kb_match"]
+    kb_match: str = _CORE["kb_match"]
     """``"bm25"`` (a passage titled with the mention, then BM25 word matches) or ``"title"``
     (one passage, the one known by the mention's exact name)."""
-    context_threshold: float | None = None
-    max_views: int | None = _ARGUS_DEFAULTS["max_views"]
+    context_threshold: float | None = _CORE["context_threshold"]
+    max_views: int | None = _CORE["max_views"]
     """At most this many views per document, riskiest entities first (``None``: no budget)."""
-    targeting: str = DEFAULT_TARGETING
+    targeting: str = _CORE["targeting"]
     """Which entities get views: ``"probe"`` (predicted RPS below ``tau``) or ``"corpus"`` (the
     document is not in the top 10 for the entity's name among the first 800 documents given)."""
-    llm: str | None = None
-    prompt_version: str = PROMPT_VERSION
-    ner_model: str | None = None
-    backend: str = "st"
-    device: str | None = None
-    precision: str = "auto"
-    encoder_batch_size: int = 64
-    batch_size: int = 64
-    show_progress: bool = False
+    llm: str | None = _CORE["llm"]
+    prompt_version: str = _CORE["prompt_version"]
+    ner_model: str | None = _CORE["ner_model"]
+    backend: str = _CORE["backend"]
+    device: str | None = _CORE["device"]
+    precision: str = _CORE["precision"]
+    encoder_batch_size: int = _CORE["encoder_batch_size"]
+    batch_size: int = _CORE["batch_size"]
+    show_progress: bool = _CORE["show_progress"]
 
     _argus: Argus | None = PrivateAttr(default=None)
     _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -90,8 +88,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
 
     def _settings(self) -> dict[str, Any]:
         """The :class:`argus_ir.Argus` settings (a store as ``kb`` wrapped as a KB)."""
-        names = {f.name for f in fields(Argus) if f.init}
-        out = {n: getattr(self, n) for n in type(self).model_fields if n in names}
+        out = {n: getattr(self, n) for n in type(self).model_fields if n in _CORE}
         if isinstance(self.kb, VectorStore | BaseRetriever):
             out["kb"] = store_kb(self.kb, self.kb_fingerprint)
         return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 from llama_index.core.schema import BaseNode, NodeRelationship, TextNode, TransformComponent
@@ -17,13 +16,13 @@ from argus_ir.integration import (
     aaugment_records,
     augment_records,
 )
-from argus_ir.synthesis import PROMPT_VERSION
-from argus_ir.targeting import DEFAULT_TARGETING
+from argus_ir.pipeline import argus_settings, setting_docs
 from argus_llamaindex.kb import is_store, store_kb
 
 __all__ = ["ArgusTransform"]
 
-_ARGUS_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Argus) if f.init}
+_CORE: dict[str, Any] = argus_settings()  # the core owns every default and description
+_DOCS: dict[str, str] = setting_docs()
 
 
 class ArgusTransform(TransformComponent):
@@ -47,51 +46,42 @@ class ArgusTransform(TransformComponent):
         >>> pipeline = IngestionPipeline(transformations=[ArgusTransform(), embed_model])  # doctest: +SKIP
     """
 
-    retriever: str = Field(default="minilm", description="Retriever the index uses.")
-    probe: str | None = Field(default=None, description="Probe folder (default: shipped).")
+    retriever: str = Field(default=_CORE["retriever"], description=_DOCS["retriever"])
+    probe: str | None = Field(default=_CORE["probe"], description=_DOCS["probe"])
     probe_checksum: str = Field(default="", description="Content hash of the probe folder.")
-    k: int = Field(default=10, description="Retrieval budget of the shipped probe.")
-    tau: float | None = Field(default=None, description="Flagging threshold (probe's: 0.3).")
-    remedy: str = Field(
-        default=_ARGUS_DEFAULTS["remedy"],
-        description="expansion, merged, descriptor, focus or synthesis (default: the core's "
-        "DEFAULT_REMEDY).",
-    )
-    k_aug: int = Field(default=2, description="KB passages per flagged entity.")
+    k: int = Field(default=_CORE["k"], description=_DOCS["k"])
+    tau: float | None = Field(default=_CORE["tau"], description=_DOCS["tau"])
+    remedy: str = Field(default=_CORE["remedy"], description=_DOCS["remedy"])
+    k_aug: int = Field(default=_CORE["k_aug"], description=_DOCS["k_aug"])
     kb: Any = Field(
-        default=None,
-        description="A shipped KB by name (wikipedia, wikipedia+places), a KB folder, a "
-        "passages file, or a LlamaIndex retriever or index holding your own knowledge (asked "
-        "with each flagged mention; in the cache key as its kb_fingerprint).",
+        default=_CORE["kb"],
+        description="A shipped KB by name (wikipedia, wikipedia+places, wikipedia+places+biomed), "
+        "a KB folder, a passages file, or a LlamaIndex retriever or index holding your own "
+        "knowledge (asked with each flagged mention; in the cache key as its kb_fingerprint).",
     )
-    kb_match: str = Field(
-        default=_ARGUS_DEFAULTS["kb_match"],
-        description="How a mention finds KB passages: bm25 (title, then BM25 word matches) or "
-        "title (one passage, the one known by its exact name).",
-    )
+    kb_match: str = Field(default=_CORE["kb_match"], description=_DOCS["kb_match"])
     kb_fingerprint: str = Field(default="", description="Identity of the KB's content.")
-    context_threshold: float | None = Field(default=None, description="Context check cut-off.")
-    max_views: int | None = Field(
-        default=_ARGUS_DEFAULTS["max_views"],
-        description="At most this many views per document, riskiest entities first (None: all).",
+    context_threshold: float | None = Field(
+        default=_CORE["context_threshold"], description=_DOCS["context_threshold"]
     )
-    targeting: str = Field(
-        default=DEFAULT_TARGETING,
-        description="Which entities get views: probe (predicted RPS below tau) or corpus (the "
-        "document misses the top 10 for the entity's name among the first 800 nodes).",
+    max_views: int | None = Field(default=_CORE["max_views"], description=_DOCS["max_views"])
+    targeting: str = Field(default=_CORE["targeting"], description=_DOCS["targeting"])
+    llm: str | None = Field(default=_CORE["llm"], description=_DOCS["llm"])
+    prompt_version: str = Field(
+        default=_CORE["prompt_version"], description=_DOCS["prompt_version"]
     )
-    llm: str | None = Field(default=None, description="Synthesis backend spec.")
-    prompt_version: str = Field(default=PROMPT_VERSION, description="Synthesis prompt.")
-    ner_model: str | None = Field(default=None, description="spaCy pipeline for mentions.")
-    backend: str = Field(default="st", description="Retriever backend: st or transformers.")
-    device: str | None = Field(default=None, description="Torch device.")
-    precision: str = Field(
-        default="auto", description="Diagnosis pass: auto (bf16 where native), fp32 or bf16."
+    ner_model: str | None = Field(default=_CORE["ner_model"], description=_DOCS["ner_model"])
+    backend: str = Field(default=_CORE["backend"], description=_DOCS["backend"])
+    device: str | None = Field(default=_CORE["device"], description=_DOCS["device"])
+    precision: str = Field(default=_CORE["precision"], description=_DOCS["precision"])
+    encoder_batch_size: int = Field(
+        default=_CORE["encoder_batch_size"], description=_DOCS["encoder_batch_size"]
     )
-    encoder_batch_size: int = Field(default=64, description="Windows per forward pass.")
-    batch_size: int = Field(default=64, description="Documents per batch.")
+    batch_size: int = Field(default=_CORE["batch_size"], description=_DOCS["batch_size"])
     show_progress: bool = Field(
-        default=False, exclude=True, description="Progress bar (not part of the cache key)."
+        default=_CORE["show_progress"],
+        exclude=True,
+        description=_DOCS["show_progress"] + " Not part of the cache key.",
     )
 
     _argus: Argus | None = PrivateAttr(default=None)
@@ -136,7 +126,7 @@ class ArgusTransform(TransformComponent):
         return "ArgusTransform"
 
     def _facade(self) -> Argus:
-        names = {f.name for f in fields(Argus) if f.init} & set(type(self).model_fields)
+        names = set(_CORE) & set(type(self).model_fields)
         settings = {name: getattr(self, name) for name in names}
         if is_store(self.kb):
             settings["kb"] = store_kb(self.kb, self.kb_fingerprint or None)

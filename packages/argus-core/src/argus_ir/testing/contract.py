@@ -73,12 +73,19 @@ class AdapterContract:
     - :meth:`make_document` and :meth:`read_document`,
     - :meth:`run` (the ingest step; returns the output documents and the stats dict),
     - :meth:`use_argus` (swap in a prepared facade; a test seam for failure paths),
-    - :meth:`collapse` (the query-time collapse over scored framework documents).
+    - :meth:`collapse` (the query-time collapse over scored framework documents),
+    - :meth:`settings_defaults` (the ingest step's settings and their defaults).
 
-    Set ``supports_none_text = False`` when the framework's documents cannot lack text.
+    Set ``supports_none_text = False`` when the framework's documents cannot lack text. The
+    settings must be :func:`~argus_ir.pipeline.argus_settings` with the core's defaults; declare
+    what a framework's own conventions change: ``renamed_settings`` (core name -> the adapter's),
+    ``own_defaults`` (adapter name -> its default) and ``own_settings`` (names the core lacks).
     """
 
     supports_none_text: ClassVar[bool] = True
+    renamed_settings: ClassVar[dict[str, str]] = {}
+    own_defaults: ClassVar[dict[str, Any]] = {}
+    own_settings: ClassVar[frozenset[str]] = frozenset()
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -101,6 +108,10 @@ class AdapterContract:
         self, adapter: Any, hits: list[tuple[Any, float]], top_k: int
     ) -> list[tuple[str, float | None]]:
         """Return ``(document id, score)`` of the collapsed results, best first."""
+        raise NotImplementedError
+
+    def settings_defaults(self) -> dict[str, Any]:
+        """The ingest step's settings (its fields or keyword arguments) and their defaults."""
         raise NotImplementedError
 
     # -- fixtures ----------------------------------------------------------------------------
@@ -143,6 +154,23 @@ class AdapterContract:
         return [r for r in records if r.metadata.get("argus_view", "original") != "original"]
 
     # -- the contract ------------------------------------------------------------------------
+
+    def test_settings_and_defaults_are_the_cores(self) -> None:
+        from argus_ir.pipeline import argus_settings
+
+        core = {self.renamed_settings.get(n, n): d for n, d in argus_settings().items()}
+        mine = self.settings_defaults()
+        assert set(mine) - self.own_settings == set(core), (
+            "settings the core has and the adapter lacks: "
+            f"{sorted(set(core) - set(mine))}; the adapter's alone: "
+            f"{sorted(set(mine) - set(core) - self.own_settings)}"
+        )
+        differ = {
+            name: (mine[name], self.own_defaults.get(name, default))
+            for name, default in core.items()
+            if mine[name] != self.own_defaults.get(name, default)
+        }
+        assert not differ, f"defaults unlike the core's (adapter's, expected): {differ}"
 
     def test_originals_pass_through_first_and_unchanged(self, corpus, output):
         records = self._records(output[0])

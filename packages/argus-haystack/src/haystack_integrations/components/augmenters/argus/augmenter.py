@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from argus_ir import Argus
 from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
-from argus_ir.synthesis import PROMPT_VERSION
-from argus_ir.targeting import DEFAULT_TARGETING
+from argus_ir.pipeline import argus_settings
 from haystack_integrations.components.augmenters.argus.kb import (
     is_store,
     kb_from_dict,
@@ -22,7 +21,7 @@ __all__ = ["ArgusAugmenter"]
 
 logger = logging.getLogger(__name__)
 
-_ARGUS_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Argus) if f.init}
+_CORE: dict[str, Any] = argus_settings()  # the core owns every default
 
 
 @component
@@ -48,26 +47,26 @@ class ArgusAugmenter:
     def __init__(
         self,
         *,
-        retriever: str = "minilm",
-        probe: str | None = None,
-        k: int = 10,
-        tau: float | None = None,
-        remedy: str = _ARGUS_DEFAULTS["remedy"],
-        k_aug: int = 2,
-        kb: Any = None,
+        retriever: str = _CORE["retriever"],
+        probe: str | None = _CORE["probe"],
+        k: int = _CORE["k"],
+        tau: float | None = _CORE["tau"],
+        remedy: str = _CORE["remedy"],
+        k_aug: int = _CORE["k_aug"],
+        kb: Any = _CORE["kb"],
         kb_fingerprint: str | None = None,
-        kb_match: str = _ARGUS_DEFAULTS["kb_match"],
-        context_threshold: float | None = None,
-        max_views: int | None = _ARGUS_DEFAULTS["max_views"],
-        targeting: str = DEFAULT_TARGETING,
-        llm: str | None = None,
-        prompt_version: str = PROMPT_VERSION,
-        ner_model: str | None = None,
-        backend: str = "st",
-        device: str | None = None,
-        precision: str = "auto",
-        encoder_batch_size: int = 64,
-        batch_size: int = 64,
+        kb_match: str = _CORE["kb_match"],
+        context_threshold: float | None = _CORE["context_threshold"],
+        max_views: int | None = _CORE["max_views"],
+        targeting: str = _CORE["targeting"],
+        llm: str | None = _CORE["llm"],
+        prompt_version: str = _CORE["prompt_version"],
+        ner_model: str | None = _CORE["ner_model"],
+        backend: str = _CORE["backend"],
+        device: str | None = _CORE["device"],
+        precision: str = _CORE["precision"],
+        encoder_batch_size: int = _CORE["encoder_batch_size"],
+        batch_size: int = _CORE["batch_size"],
         progress_bar: bool = True,
     ) -> None:
         """Create the component.
