@@ -35,15 +35,15 @@ def main() -> None:
     from argus_ir.encoder import SentenceTransformerEncoder
 
     if args.shared_data and (args.shared_data / "kb").exists():
-        from argus_ir.shared_data import load_shared
+        from argus_ir.audit.shared_data import load_shared
 
         data = load_shared(args.shared_data)
     else:
-        from argus_ir.sample import load_sample
+        from argus_ir.audit.sample import load_sample
 
         data = load_sample()
     if args.limit:
-        from argus_ir.entities import AuditData, EntityGraph
+        from argus_ir.audit.entities import AuditData, EntityGraph
 
         keep = args.limit
         pairs = [(int(a), int(b)) for a, b in data.graph.edge_pairs() if a < keep and b < keep]

@@ -47,7 +47,7 @@ def _keep(work: Path, result: dict, out: Path) -> None:
 
 def write_report(results_dir: Path, out: Path) -> Path:
     """Draw the evaluation report over every saved ``eval-*.json`` (one table, both charts)."""
-    from argus_ir.evaluate import EvalResult, report_markdown
+    from argus_ir.eval import EvalResult, report_markdown
 
     results = [
         EvalResult.from_dict(json.loads(p.read_text(encoding="utf-8"))[0])

@@ -66,7 +66,7 @@ def main() -> None:
     import torch
 
     from argus_ir import Argus, RemedyStats
-    from argus_ir.loaders import read_documents
+    from argus_ir.audit.loaders import read_documents
 
     docs = read_documents(args.shared_data / "beir" / args.dataset / "corpus.jsonl")
     if args.limit:

@@ -2,8 +2,8 @@
 
 The 1,000,000 passages are assembled from what this machine has, in this order: the shipped
 10,033 Wikipedia leads (with their titles as names), the CoDEx type extracts, every GeoNames place
-of 500+ people as its one-sentence passage (``argus_ir.places``), the HPO phenotypes, diseases and
-genes (``argus_ir.biomed``), and, to fill the rest, synthetic passages: each joins two sentences
+of 500+ people as its one-sentence passage (``argus_ir.kb.places``), the HPO phenotypes, diseases and
+genes (``argus_ir.kb.biomed``), and, to fill the rest, synthetic passages: each joins two sentences
 drawn (seeded) from two different leads under a made-up title, so the vocabulary and lengths are
 those of encyclopedia text. The result is a dump-sized KB, not a better one.
 
@@ -46,7 +46,7 @@ if sys.argv[1] == "memory":
     from argus_ir.kb import ReferenceKB
     kb = ReferenceKB.default()
 else:
-    from argus_ir.kb_disk import DiskKB
+    from argus_ir.kb.disk import DiskKB
     kb = DiskKB(sys.argv[1])
 open_s = time.perf_counter() - t0
 asks = json.loads(open(sys.argv[2], encoding="utf-8").read())
@@ -73,7 +73,7 @@ def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the pare
 sys.path.insert(0, sys.argv[3])
 import kb_scale
 t0 = time.perf_counter()
-from argus_ir.kb_disk import build_disk_kb
+from argus_ir.kb.disk import build_disk_kb
 build_disk_kb(kb_scale.assemble(sys.argv[1], int(sys.argv[2])), sys.argv[4],
               sources={"assembled": sys.argv[2] + " passages, benchmarks/kb_scale.py"})
 print(json.dumps({
@@ -87,9 +87,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 def assemble(shared: str, total: int, seed: int = 13) -> Iterator[tuple[object, list[str]]]:
     """The ``total`` passages described in the module docstring, as ``(passage, aliases)``."""
-    from argus_ir.biomed import PhenotypeKB, biomed_available
     from argus_ir.kb import Passage, ReferenceKB
-    from argus_ir.places import Gazetteer, places_available
+    from argus_ir.kb.biomed import PhenotypeKB, biomed_available
+    from argus_ir.kb.places import Gazetteer, places_available
 
     made = 0
     leads = ReferenceKB.default().passages
@@ -134,7 +134,7 @@ def assemble(shared: str, total: int, seed: int = 13) -> Iterator[tuple[object, 
 
 
 def _asks(shared: Path, n_docs: int, out: Path) -> int:
-    from argus_ir.mentions import SpacyMentions
+    from argus_ir.text.mentions import SpacyMentions
 
     with open(shared / "beir" / "msmarco5k" / "corpus.jsonl", encoding="utf-8") as fh:
         texts = [json.loads(line)["text"] for _, line in zip(range(n_docs), fh)]

@@ -1,6 +1,6 @@
 """Which remedy design raises retrieval quality: every option against the paper's configuration.
 
-For each dataset, one ``argus_ir.evaluate.evaluate`` call (MiniLM by default: the corpus is
+For each dataset, one ``argus_ir.eval.evaluate`` call (MiniLM by default: the corpus is
 embedded and diagnosed once, every view text embedded once and kept in a vector cache) runs the
 original index, the paper's expansion, merged and descriptor views, and the design options as
 variants: the view budget (``max_views``), damped folding (``view_discount``), the context check,
@@ -69,7 +69,7 @@ def _hash_split(qid: str) -> str:
 
 
 def _load(name: str, shared: Path, work: Path):
-    from argus_ir.evaluate import load_beir
+    from argus_ir.eval import load_beir
 
     if name == "scifact":
         data = load_beir(shared / "beir" / "scifact", "train,test")
@@ -153,7 +153,7 @@ def headroom(work: Path, shared: Path, model: str = "minilm") -> str:
     reach the first group). Markdown, one row per split and group."""
     import numpy as np
 
-    from argus_ir.evaluate import _EmbeddingCache, embed_texts
+    from argus_ir.eval import _EmbeddingCache, embed_texts
     from argus_ir.pipeline import Argus
 
     data = _load("entity-lists", shared, work)
@@ -222,14 +222,14 @@ def main() -> None:
         return
 
     # every module the run needs, imported now: a long run must not pick up files edited meanwhile
-    import argus_ir.cache
-    import argus_ir.explain
+    import argus_ir.encoder.cache
+    import argus_ir.eval.explain
+    import argus_ir.kb.places
     import argus_ir.pipeline
-    import argus_ir.places
     import argus_ir.plots
     import argus_ir.remedy  # noqa: F401
     from argus_ir.cli import _write_explanations
-    from argus_ir.evaluate import evaluate, write_results
+    from argus_ir.eval import evaluate, write_results
 
     variants = (
         VARIANTS

@@ -41,7 +41,7 @@ def _evaluate(
 
 
 def write_report(results_dir: Path, out: Path) -> Path:
-    from argus_ir.evaluate import EvalResult, report_markdown
+    from argus_ir.eval import EvalResult, report_markdown
 
     results = [
         EvalResult.from_dict(json.loads(p.read_text(encoding="utf-8"))[0])

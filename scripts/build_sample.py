@@ -3,7 +3,7 @@
 The sample is derived only from the Wikipedia KB (``kb/wiki_vital10k_en.jsonl``, text CC BY-SA 4.0)
 and T-REx facts (``kg/trex``, MIT); FB15k-237 is not used because its licence differs.
 
-Selection: T-REx facts are joined to KB titles as in :func:`argus_ir.shared_data.trex_edges`. Seed
+Selection: T-REx facts are joined to KB titles as in :func:`argus_ir.audit.shared_data.trex_edges`. Seed
 entities (2 to 40 T-REx neighbours) are drawn at random; each brings itself and up to
 ``--per-seed`` random neighbours, until the core holds ``--targets`` entities, each linked to another
 core entity. ``--neutrals`` further KB entities are added as neutral candidates, and the edges are the
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from argus_ir.shared_data import load_wiki_kb, trex_edges
+from argus_ir.audit.shared_data import load_wiki_kb, trex_edges
 
 OUT_DIR = (
     Path(__file__).resolve().parents[1] / "packages" / "argus-core" / "src" / "argus_ir" / "data"

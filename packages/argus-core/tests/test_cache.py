@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from argus_ir.cache import VectorCache, cached_vectors, span_key, text_key
+from argus_ir.encoder.cache import VectorCache, cached_vectors, span_key, text_key
 
 TEXTS = ["a", "ccc", "bb", "dddd", "a"]
 

@@ -280,17 +280,17 @@ def test_the_coverage_command_on_a_tiny_dataset(tmp_path, capsys):
 
 
 def test_a_rerun_with_a_vector_cache_does_not_embed_the_corpus_again(tmp_path, monkeypatch):
-    import argus_ir.evaluate
+    import argus_ir.eval
     from argus_ir.cli import main
 
     embedded: list[str] = []
-    real = argus_ir.evaluate.embed_texts
+    real = argus_ir.eval.embed_texts
 
     def counting(encoder, texts, show_progress):
         embedded.extend(texts)
         return real(encoder, texts, show_progress)
 
-    monkeypatch.setattr(argus_ir.evaluate, "embed_texts", counting)
+    monkeypatch.setattr(argus_ir.eval, "embed_texts", counting)
     root = _tiny_dataset(tmp_path / "ds")
     cache = tmp_path / "vectors"
     args = ["-q", "coverage", str(root), "--clusters", "2", "--min-df", "1", "--bootstrap", "50"]

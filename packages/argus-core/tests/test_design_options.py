@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, collapse, fold_hits, rank_sources
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.errors import ArgusInputError
-from argus_ir.evaluate import evaluate, load_beir, paired_test, parse_variant, results_markdown
+from argus_ir.eval import evaluate, load_beir, paired_test, parse_variant, results_markdown
 from argus_ir.kb import Passage, ReferenceKB
-from argus_ir.mentions import Mention
 from argus_ir.remedy import RemedyStats, apply_remedy, plan_remedy
+from argus_ir.text.mentions import Mention
 
 KB_PASSAGES = [
     Passage("bohr", "Niels Bohr", "Niels Bohr was a Danish physicist.", "Danish physicist"),
@@ -271,7 +271,7 @@ def test_two_splits_are_indexed_once_and_reported_apart(tmp_path):
 
 
 def test_the_vector_cache_makes_a_rerun_embed_nothing(tmp_path, monkeypatch):
-    import argus_ir.evaluate as ev
+    import argus_ir.eval as ev
 
     root, settings = _scenario(tmp_path)
     embedded: list[str] = []
@@ -324,7 +324,7 @@ def test_cli_explain_writes_the_moves_of_each_query(tmp_path):
 
 
 def test_cli_refuses_a_bad_variant_before_any_work(tmp_path, capsys, monkeypatch):
-    import argus_ir.evaluate as ev
+    import argus_ir.eval as ev
     from argus_ir.cli import main
 
     root, _ = _scenario(tmp_path)
@@ -335,7 +335,7 @@ def test_cli_refuses_a_bad_variant_before_any_work(tmp_path, capsys, monkeypatch
 
 
 def test_dense_rankings_apply_the_discount_before_choosing_entries():
-    from argus_ir.evaluate import dense_rankings
+    from argus_ir.eval import dense_rankings
 
     # one query along x; d1's view is closest, but loses 0.5
     q = np.array([[1.0, 0.0]], dtype=np.float32)
@@ -349,7 +349,7 @@ def test_dense_rankings_apply_the_discount_before_choosing_entries():
 
 
 def test_dense_run_takes_the_default_discount_once():
-    from argus_ir.evaluate import dense_run
+    from argus_ir.eval import dense_run
 
     q = np.array([[1.0]], dtype=np.float32)
     vectors = np.array([[0.9], [0.5], [0.3]], dtype=np.float32)
@@ -358,7 +358,7 @@ def test_dense_run_takes_the_default_discount_once():
 
 
 def test_the_evaluation_search_refuses_a_negative_discount():
-    from argus_ir.evaluate import dense_run
+    from argus_ir.eval import dense_run
 
     q = np.array([[1.0]], dtype=np.float32)
     with pytest.raises(ArgusInputError, match="view_discount must be a finite number >= 0"):
@@ -368,7 +368,7 @@ def test_the_evaluation_search_refuses_a_negative_discount():
 def test_corpus_targeting_flags_the_entities_whose_name_misses_their_document(
     tmp_path, monkeypatch
 ):
-    import argus_ir.targeting as tg
+    import argus_ir.remedy.targeting as tg
     from argus_ir.pipeline import Argus
     from argus_ir.testing import SCENARIO
 

@@ -15,7 +15,7 @@ DOC = "Niels Bohr lectured in Lucknow. Years later, Niels Bohr wrote about Luckn
 
 @pytest.fixture(scope="module")
 def ner():
-    from argus_ir.mentions import SpacyMentions
+    from argus_ir.text.mentions import SpacyMentions
 
     return SpacyMentions()
 

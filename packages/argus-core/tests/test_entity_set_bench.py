@@ -194,7 +194,7 @@ def test_same_arguments_give_byte_identical_files(es, tmp_path):
 
 
 def test_the_written_files_load_as_beir(es, tmp_path):
-    from argus_ir.evaluate import load_beir
+    from argus_ir.eval import load_beir
 
     bench = es.build(KB, FACTS, docs=15, seed=1)
     es.write_beir(bench, tmp_path, {"seed": 1})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.evaluate import dense_run, evaluate, load_beir, paired_test, score_run
+from argus_ir.eval import dense_run, evaluate, load_beir, paired_test, score_run
 
 QRELS = {"q1": {"d1": 2, "d2": 1, "d5": 0}, "q2": {"d3": 1}, "q3": {"d4": 1}}
 RUN = {
@@ -180,7 +180,7 @@ def test_written_results_get_the_usual_file_mode(tmp_path):
     import os
     import stat
 
-    from argus_ir._io import atomic_path
+    from argus_ir.io import atomic_path
 
     with atomic_path(tmp_path / "r.json") as tmp:
         tmp.write_text("{}", encoding="utf-8")
@@ -190,7 +190,7 @@ def test_written_results_get_the_usual_file_mode(tmp_path):
 
 
 def test_rps_of_gold_splits_retrieved_and_missed_by_hand():
-    from argus_ir.evaluate import rps_of_gold
+    from argus_ir.eval import rps_of_gold
 
     qrels = {"q1": {"a": 1, "b": 1, "z": 0}, "q2": {"c": 2, "n": 1}}
     run = {"q1": {"a": 0.9, "x": 0.8, "b": 0.1}, "q2": {"y": 0.5, "c": 0.4}}
@@ -263,7 +263,7 @@ def test_load_beir_names_a_missing_split_and_a_query_without_id(tmp_path):
 
 
 def test_subsample_keeps_judged_documents_and_is_seeded(tmp_path):
-    from argus_ir.evaluate import subsample
+    from argus_ir.eval import subsample
 
     docs = [(f"d{i}", f"text {i}") for i in range(20)]
     queries = [(f"q{i}", f"query {i}") for i in range(5)]
@@ -281,7 +281,7 @@ def test_subsample_keeps_judged_documents_and_is_seeded(tmp_path):
 
 
 def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkeypatch):
-    import argus_ir.evaluate as ev
+    import argus_ir.eval as ev
     from argus_ir.testing import SCENARIO
 
     embedded: list[str] = []
@@ -342,7 +342,7 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
 
 
 def test_ablation_specs_parse_and_bad_ones_are_named():
-    from argus_ir.evaluate import parse_ablations
+    from argus_ir.eval import parse_ablations
 
     assert parse_ablations(["tau=0.1,0.2", "context_threshold=off,0.15", "k_aug=1"]) == {
         "tau": [0.1, 0.2],
@@ -363,7 +363,7 @@ def test_ablation_specs_parse_and_bad_ones_are_named():
 def test_half_width_matches_scipy_confidence_interval():
     from scipy import stats
 
-    from argus_ir.evaluate import half_width
+    from argus_ir.eval import half_width
 
     a = {f"q{i}": v for i, v in enumerate([0.2, 0.5, 0.1, 0.9, 0.4, 0.3])}
     b = {f"q{i}": v for i, v in enumerate([0.3, 0.5, 0.4, 0.8, 0.6, 0.2])}
@@ -375,7 +375,7 @@ def test_half_width_matches_scipy_confidence_interval():
 
 
 def test_report_round_trips_through_json_and_draws_its_charts(tmp_path):
-    from argus_ir.evaluate import Condition, EvalResult, report_markdown, write_results
+    from argus_ir.eval import Condition, EvalResult, report_markdown, write_results
 
     per_q = {"q1": {"nDCG@10": 0.5}, "q2": {"nDCG@10": 1.0}, "q3": {"nDCG@10": 0.0}}
     better = {"q1": {"nDCG@10": 1.0}, "q2": {"nDCG@10": 1.0}, "q3": {"nDCG@10": 0.5}}
@@ -432,7 +432,7 @@ def test_report_round_trips_through_json_and_draws_its_charts(tmp_path):
 
 
 def test_full_benchmark_average_is_per_retriever_and_skips_subsets():
-    from argus_ir.evaluate import Condition, EvalResult, results_markdown
+    from argus_ir.eval import Condition, EvalResult, results_markdown
 
     def result(dataset, retriever, value, subset=False):
         c = Condition("original", 1, 1.0, 0.0, 0, {}, {"nDCG@10": value}, {})
@@ -451,7 +451,7 @@ def test_full_benchmark_average_is_per_retriever_and_skips_subsets():
 
 
 def test_documents_that_fill_the_window_are_found(minilm):
-    from argus_ir.evaluate import _filling_the_window
+    from argus_ir.eval import _filling_the_window
 
     limit = minilm.sentence_transformer.max_seq_length  # 256 word pieces for MiniLM
     docs = [

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.explain import (
+from argus_ir.eval.explain import (
     FLAGS,
     MECHANISMS,
     EntryInfo,

@@ -10,8 +10,8 @@ import pytest
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.kb import Passage, ReferenceKB
-from argus_ir.mentions import Mention
 from argus_ir.remedy import RemedyStats, apply_remedy, focus_texts, plan_remedy, sentence_spans
+from argus_ir.text.mentions import Mention
 
 TEXT = (
     "Germany\nGermany is a country in Central Europe. It borders Denmark to the north and "
@@ -107,7 +107,7 @@ def test_focus_view_without_description_is_the_plain_sentence():
 
 @pytest.mark.parametrize("kind", ["focus"])
 def test_focus_is_a_remedy_everywhere(kind):
-    from argus_ir.evaluate import parse_variant
+    from argus_ir.eval import parse_variant
     from argus_ir.remedy import KINDS
 
     assert kind in KINDS
@@ -123,7 +123,7 @@ def _diag(doc_id: str, *surfaces: str) -> Diagnosis:
 
 
 def test_max_reach_takes_each_documents_best_entity():
-    from argus_ir.targeting import max_reach
+    from argus_ir.remedy.targeting import max_reach
 
     d = _diag("d", "a", "b")
     scored = Diagnosis(
@@ -139,7 +139,7 @@ def test_max_reach_takes_each_documents_best_entity():
 
 
 def test_targeting_variant_is_checked():
-    from argus_ir.evaluate import parse_variant
+    from argus_ir.eval import parse_variant
 
     assert parse_variant("focus targeting=corpus")[2] == {"targeting": "corpus"}
     with pytest.raises(ValueError, match="targeting is one of"):
@@ -153,7 +153,7 @@ def _diag_at(doc_id: str, angle: float, *surfaces: str) -> Diagnosis:
 
 
 def test_corpus_reach_against_a_pool_by_hand():
-    from argus_ir.targeting import CorpusReach
+    from argus_ir.remedy.targeting import CorpusReach
 
     names = {"a": [1.0, 0.0], "b": [0.0, 1.0]}
     calls: list[list[str]] = []

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import Grounded, ground, normalize
+from argus_ir.text.grounding import Grounded, ground, normalize
 
 
 def _check(g: Grounded, label: str) -> None:

@@ -11,7 +11,8 @@ import pytest
 from argus_ir import Argus
 from argus_ir.collapse import collapse, fold_hits
 from argus_ir.errors import ArgusInputError
-from argus_ir.integration import (
+from argus_ir.remedy import View
+from argus_ir.runners.integration import (
     Record,
     aaugment_records,
     augment_records,
@@ -19,7 +20,6 @@ from argus_ir.integration import (
     is_view,
     view_metadata,
 )
-from argus_ir.remedy import View
 
 HITS = [  # (id, metadata, score) as a retriever returns them
     ("v1", {"argus_source_id": "a", "argus_view": "expansion"}, 0.9),

@@ -1,4 +1,4 @@
-"""argus_ir.kb_dumps and argus_ir.kb_disk: dumps in their real formats into a disk KB, and back.
+"""argus_ir.kb.dumps and argus_ir.kb.disk: dumps in their real formats into a disk KB, and back.
 
 The three fixtures under ``tests/data/kb-dumps/`` are small files in each dump's own format
 (Wikipedia abstracts XML, Wikidata JSON, DBpedia Turtle), with text written for the tests.
@@ -16,8 +16,8 @@ import pytest
 
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import KnowledgeBase, Passage, ReferenceKB
-from argus_ir.kb_disk import DiskKB, build_disk_kb, load_kb_folder
-from argus_ir.kb_dumps import (
+from argus_ir.kb.disk import DiskKB, build_disk_kb, load_kb_folder
+from argus_ir.kb.dumps import (
     merge,
     read_dbpedia,
     read_dump,

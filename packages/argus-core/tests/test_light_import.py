@@ -48,5 +48,5 @@ def test_missing_extra_names_the_extra(monkeypatch):
 
 
 def test_mention_module_loads_no_backend_until_used():
-    loaded = _modules_after("import argus_ir.mentions")
+    loaded = _modules_after("import argus_ir.text.mentions")
     assert not [m for m in HEAVY if m in loaded]

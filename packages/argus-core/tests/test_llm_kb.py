@@ -1,4 +1,4 @@
-"""argus_ir.llm_kb: one-line knowledge from an LLM for the mentions no KB knows by name.
+"""argus_ir.kb.llm: one-line knowledge from an LLM for the mentions no KB knows by name.
 
 Plumbing with a scripted LLM here; the same path against the real llama.cpp server on loopback is
 ``test_llm_real.py::test_llm_knowledge_against_a_real_llama_cpp_server`` (``nox -s integration``).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from argus_ir.kb import KnowledgeBase, Passage, ReferenceKB
+from argus_ir.kb.llm import LLMKnowledge, clean_reply, with_llm_knowledge
 from argus_ir.llm.base import Generation
-from argus_ir.llm_kb import LLMKnowledge, clean_reply, with_llm_knowledge
 from argus_ir.testing.llm import ScriptedLLM
 
 POST = "We spent a week hiking above Kranjska Gora with Tom and his dog."
@@ -110,7 +110,7 @@ def test_cli_names_a_bad_kb_llm_spec_before_any_work(tmp_path, capsys):
 
 
 def test_a_cued_source_answers_before_the_llm():
-    from argus_ir.places import CompositeKB
+    from argus_ir.kb.places import CompositeKB
 
     wiki = ReferenceKB.from_passages([Passage("Paris", "Paris", "Capital of France.", "")])
     towns = ReferenceKB.from_passages([Passage("Kranj", "Kranj", "Kranj is a town.", "town")])

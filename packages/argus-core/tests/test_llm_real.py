@@ -23,7 +23,7 @@ import urllib.request
 import pytest
 
 from argus_ir import Argus, RemedyStats
-from argus_ir.synthesis import insertions_only
+from argus_ir.remedy.synthesis import insertions_only
 
 DOC = ("bogart", "Humphrey Bogart once filmed a scene in Lucknow.")
 
@@ -196,7 +196,7 @@ ENTITY_TEXTS = [
 
 def _check_llm_entities(llm, cache_folder):
     from argus_ir.llm import CallCache
-    from argus_ir.mentions import LLMMentions
+    from argus_ir.text.mentions import LLMMentions
 
     first = LLMMentions(llm, cache=CallCache(cache_folder), max_tokens=64)
     found = first.extract(ENTITY_TEXTS)
@@ -234,8 +234,8 @@ def test_llm_knowledge_against_a_real_llama_cpp_server(llama_server, tmp_path, c
     import json
 
     from argus_ir.cli import main
+    from argus_ir.kb.llm import LLMKnowledge
     from argus_ir.llm import OpenAICompatibleLLM
-    from argus_ir.llm_kb import LLMKnowledge
 
     knowledge = LLMKnowledge(OpenAICompatibleLLM(llama_server, "smollm2", max_tokens=32))
     hits = knowledge.lookup("Kranjska Gora", context="We hiked above Kranjska Gora in May.")

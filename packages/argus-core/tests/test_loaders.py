@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from argus_ir.entities import AuditData
-from argus_ir.errors import ArgusInputError
-from argus_ir.loaders import (
+from argus_ir.audit.entities import AuditData
+from argus_ir.audit.loaders import (
     RawEdge,
     RawEntity,
     build_audit_data,
@@ -18,7 +17,8 @@ from argus_ir.loaders import (
     read_edges_file,
     read_entities_file,
 )
-from argus_ir.sample import load_sample
+from argus_ir.audit.sample import load_sample
+from argus_ir.errors import ArgusInputError
 
 PARIS = "Paris is the capital and largest city of France."
 FRANCE = "France is a country in Western Europe with overseas territories."
@@ -389,7 +389,7 @@ def test_load_sample_counts() -> None:
 
 @pytest.mark.slow
 def test_load_shared_union(shared_data: Path) -> None:
-    from argus_ir.shared_data import load_shared
+    from argus_ir.audit.shared_data import load_shared
 
     data = load_shared(shared_data)
     deg = data.graph.degree()
@@ -420,7 +420,7 @@ def test_load_shared_union(shared_data: Path) -> None:
     ],
 )
 def test_csv_quotes_and_short_rows_are_refused_with_their_line(tmp_path, content, message):
-    from argus_ir.loaders import iter_documents
+    from argus_ir.audit.loaders import iter_documents
 
     path = tmp_path / "c.csv"
     path.write_text(content, encoding="utf-8")
@@ -429,7 +429,7 @@ def test_csv_quotes_and_short_rows_are_refused_with_their_line(tmp_path, content
 
 
 def test_csv_with_a_quoted_newline_still_reads(tmp_path):
-    from argus_ir.loaders import iter_documents
+    from argus_ir.audit.loaders import iter_documents
 
     path = tmp_path / "c.csv"
     path.write_text('id,text\na,"two\nlines"\nb,plain\n', encoding="utf-8")
@@ -437,7 +437,7 @@ def test_csv_with_a_quoted_newline_still_reads(tmp_path):
 
 
 def test_a_bad_byte_is_reported_on_its_own_line(tmp_path):
-    from argus_ir.loaders import iter_documents
+    from argus_ir.audit.loaders import iter_documents
 
     path = tmp_path / "c.jsonl"
     good = b'{"_id": "a", "text": "fine"}\n'

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.mentions import (
+from argus_ir.text.mentions import (
     DEFAULT_SPACY_LABELS,
     Mention,
     SpacyMentions,
@@ -177,8 +177,8 @@ LLM_TEXT = "Marie Curie worked in Paris. Curie and Pierre Curie met in PARIS in 
 
 
 def _llm_mentions(*replies, **kw):
-    from argus_ir.mentions import LLMMentions
     from argus_ir.testing import ScriptedLLM
+    from argus_ir.text.mentions import LLMMentions
 
     llm = ScriptedLLM(replies)
     return LLMMentions(llm, **kw), llm

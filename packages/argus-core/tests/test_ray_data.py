@@ -54,7 +54,7 @@ def test_ray_path_equals_the_single_process_output(local_ray, corpus, tmp_path, 
     import pyarrow.parquet as pq
 
     from argus_ir.cli import main
-    from argus_ir.ray_data import OUTPUT_COLUMNS
+    from argus_ir.runners.ray_data import OUTPUT_COLUMNS
 
     jsonl, folder = corpus
     single, on_ray = tmp_path / "single.jsonl", tmp_path / "ray-out"
@@ -86,7 +86,7 @@ def test_ray_path_equals_the_single_process_output(local_ray, corpus, tmp_path, 
 
 def test_the_local_cluster_leaves_a_cpu_for_reading_and_writing():
     """Two one-CPU actors on a two-CPU cluster starve Ray's listing and writing tasks forever."""
-    from argus_ir.ray_data import cpus_needed
+    from argus_ir.runners.ray_data import cpus_needed
 
     assert cpus_needed(2, 1.0) == 3
     assert cpus_needed(3, 0.5) == 3
@@ -95,7 +95,7 @@ def test_the_local_cluster_leaves_a_cpu_for_reading_and_writing():
 
 def test_a_pool_without_a_spare_cpu_is_warned_about(local_ray):
     from argus_ir import Argus
-    from argus_ir.ray_data import augment_dataset
+    from argus_ir.runners.ray_data import augment_dataset
 
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -114,7 +114,7 @@ def test_a_failed_document_keeps_its_original_and_names_the_failure(monkeypatch)
     import torch
 
     from argus_ir import Argus
-    from argus_ir.ray_data import ArgusBatchAugmenter
+    from argus_ir.runners.ray_data import ArgusBatchAugmenter
 
     def broken(*args, **kwargs):
         raise RuntimeError("KB offline")
@@ -135,7 +135,7 @@ def test_a_failed_document_keeps_its_original_and_names_the_failure(monkeypatch)
 def test_an_existing_output_folder_is_refused(tmp_path, corpus):
     from argus_ir import Argus
     from argus_ir.errors import ArgusInputError
-    from argus_ir.ray_data import augment_files
+    from argus_ir.runners.ray_data import augment_files
 
     out = tmp_path / "out"
     out.mkdir()

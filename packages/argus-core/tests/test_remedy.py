@@ -10,7 +10,6 @@ from argus_ir.collapse import SOURCE_KEY, collapse
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.kb import Passage, ReferenceKB
 from argus_ir.llm import LLM, Generation, LLMSettings
-from argus_ir.mentions import Mention
 from argus_ir.remedy import (
     DEFAULT_CONTEXT_THRESHOLD,
     ContextCheck,
@@ -20,6 +19,7 @@ from argus_ir.remedy import (
     masked_passage,
     plan_remedy,
 )
+from argus_ir.text.mentions import Mention
 
 KB_PASSAGES = [
     Passage("bohr", "Niels Bohr", "Niels Bohr was a Danish physicist.", "Danish physicist"),
@@ -181,8 +181,8 @@ def test_collapse_folds_views_back_to_their_source(kb):
 def test_end_to_end_with_the_real_diagnoser(minilm):
     pytest.importorskip("spacy")
     from argus_ir.diagnose import Diagnoser
-    from argus_ir.mentions import SpacyMentions
     from argus_ir.probes import load_shipped_probe
+    from argus_ir.text.mentions import SpacyMentions
 
     docs = [("m1", "Humphrey Bogart once filmed a scene in Lucknow.")]
     diagnoser = Diagnoser(minilm, load_shipped_probe("minilm", 10), SpacyMentions())

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from argus_ir import rps
-from argus_ir.entities import EntityGraph
+from argus_ir.audit import rps
+from argus_ir.audit.entities import EntityGraph
 
 
 def _angles(*degrees: float) -> np.ndarray:

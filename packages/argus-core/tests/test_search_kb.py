@@ -6,8 +6,8 @@ import pytest
 
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import KnowledgeBase, Passage
-from argus_ir.places import match_titles
-from argus_ir.search_kb import SearchKB
+from argus_ir.kb.places import match_titles
+from argus_ir.kb.search import SearchKB
 
 HITS = {
     "quarkon": [

@@ -290,7 +290,7 @@ QRELS = [("q1", "d1"), ("q2", "d3")]
 
 
 def test_evaluate_sira_scores_each_condition_against_bm25(tmp_path):
-    from argus_ir.evaluate import load_beir, score_run
+    from argus_ir.eval import load_beir, score_run
 
     data = load_beir(_beir(tmp_path / "ds", CORPUS, QUERIES, QRELS))
     replies = ["antipyretic\nhigh temperature", "", "", "", "", ""]  # corpus side, d1..d6

@@ -1,4 +1,4 @@
-"""Streaming, checkpointed augmentation (argus_ir.stream) and the bounded caches behind it."""
+"""Streaming, checkpointed augmentation (argus_ir.runners.stream) and the bounded caches behind it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
-from argus_ir.stream import augment_file, checkpoint_path, count_records, iter_corpus
+from argus_ir.runners.stream import augment_file, checkpoint_path, count_records, iter_corpus
 
 pytest.importorskip("spacy")
 pytest.importorskip("sentence_transformers")
@@ -171,7 +171,7 @@ def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
 ):
     import numpy as np
 
-    import argus_ir.targeting as tg
+    import argus_ir.remedy.targeting as tg
     from argus_ir import Argus
 
     monkeypatch.setattr(tg, "DEFAULT_REACH_POOL", 20)
@@ -309,7 +309,7 @@ def test_readable_text_keeps_every_offset():
 
 
 def test_a_second_run_on_the_same_output_stops_and_names_the_first(shared_data, tmp_path):
-    from argus_ir.stream import lock_path
+    from argus_ir.runners.stream import lock_path
 
     first = _corpus(shared_data, tmp_path / "a.jsonl", 400)
     second = _corpus(shared_data, tmp_path / "b.jsonl", 20)
@@ -342,7 +342,7 @@ def test_a_damaged_checkpoint_is_named_not_a_key_error(argus, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"_id": "a", "text": "Rain fell."}\n', encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    from argus_ir.stream import CHECKPOINT_VERSION
+    from argus_ir.runners.stream import CHECKPOINT_VERSION
 
     checkpoint_path(out).write_text(json.dumps({"version": CHECKPOINT_VERSION}), "utf-8")
     with pytest.raises(ArgusInputError, match=r"damaged checkpoint \(documents_done, digest"):

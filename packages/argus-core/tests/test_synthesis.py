@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from argus_ir.kb import Passage
-from argus_ir.synthesis import (
+from argus_ir.remedy.synthesis import (
     PROMPT_VERSION,
     build_prompt,
     check_rewrite,

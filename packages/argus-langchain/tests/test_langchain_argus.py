@@ -15,7 +15,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from argus_ir import Argus
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.errors import ArgusInputError
-from argus_ir.integration import Record
+from argus_ir.runners.integration import Record
 from argus_ir.testing import (
     SCENARIO,
     STORE_KB_DOCUMENT,

@@ -23,7 +23,7 @@ from pydantic import PrivateAttr
 
 from argus_ir import Argus
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
-from argus_ir.integration import Record
+from argus_ir.runners.integration import Record
 from argus_ir.testing import (
     SCENARIO,
     STORE_KB_DOCUMENT,

@@ -4,20 +4,23 @@ Importing this package is cheap: torch, transformers, xgboost and spaCy load onl
 that needs them is used.
 """
 
+from argus_ir import _compat
 from argus_ir.audit import AuditResult, AuditSettings, encode_entities, run_audit
-from argus_ir.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
-from argus_ir.errors import ArgusError, ArgusInputError, MissingExtraError, ProbeMismatchError
-from argus_ir.pipeline import Argus
-from argus_ir.remedy import RemedyStats, View
-from argus_ir.rps import (
+from argus_ir.audit.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
+from argus_ir.audit.rps import (
     Reliability,
     expected_hits,
     pair_stats,
     sampled_hits,
     split_half_reliability,
 )
+from argus_ir.errors import ArgusError, ArgusInputError, MissingExtraError, ProbeMismatchError
+from argus_ir.pipeline import Argus
+from argus_ir.remedy import RemedyStats, View
 
 __version__ = "0.1.0"
+
+_compat.install()  # the module paths of 0.1 stay importable (argus_ir._compat.MOVED)
 
 __all__ = [
     "Argus",

@@ -17,9 +17,9 @@ import numpy as np
 
 from argus_ir.encoder.base import TokenEncoder
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import normalize
-from argus_ir.mentions import Mention, MentionExtractor
 from argus_ir.probes.artifact import TrainedProbe
+from argus_ir.text.grounding import normalize
+from argus_ir.text.mentions import Mention, MentionExtractor
 
 __all__ = ["Diagnoser", "Diagnosis", "EntityRisk", "readable_text"]
 
@@ -101,8 +101,8 @@ class Diagnoser:
     Args:
         encoder: The retriever the probe was trained for.
         probe: A trained probe; checked against the encoder (retriever, dim, pooling).
-        mentions: A mention backend (:class:`~argus_ir.mentions.SpacyMentions` or
-            :class:`~argus_ir.mentions.TransformersMentions`).
+        mentions: A mention backend (:class:`~argus_ir.text.mentions.SpacyMentions` or
+            :class:`~argus_ir.text.mentions.TransformersMentions`).
         tau: Flagging threshold (default: the probe card's).
 
     Raises:

@@ -27,13 +27,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from argus_ir.audit.loaders import Document
 from argus_ir.diagnose import Diagnoser, Diagnosis
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, ReferenceKB
+from argus_ir.kb.places import DEFAULT_KB_MATCH, KB_MATCHES
 from argus_ir.llm import LLM, load_llm
-from argus_ir.loaders import Document
-from argus_ir.places import DEFAULT_KB_MATCH, KB_MATCHES
 from argus_ir.remedy import (
     DEFAULT_REMEDY,
     KINDS,
@@ -43,15 +43,15 @@ from argus_ir.remedy import (
     apply_remedy,
     plan_remedy,
 )
-from argus_ir.synthesis import PROMPT_VERSION
-from argus_ir.targeting import DEFAULT_TARGETING, TARGETINGS
+from argus_ir.remedy.synthesis import PROMPT_VERSION
+from argus_ir.remedy.targeting import DEFAULT_TARGETING, TARGETINGS
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["Argus", "DocumentLike", "as_documents"]
 
 DocumentLike = Document | tuple[str, str | None] | Mapping[str, Any]
-"""A :class:`~argus_ir.loaders.Document`, an ``(id, text)`` pair or a mapping with id and text."""
+"""A :class:`~argus_ir.audit.loaders.Document`, an ``(id, text)`` pair or a mapping with id and text."""
 
 
 def as_documents(documents: Iterable[DocumentLike]) -> Iterator[Document]:
@@ -105,19 +105,19 @@ class Argus:
             ``"wikipedia+places"``: those, with place mentions routed to GeoNames, the
             ``places`` extra; ``"wikipedia+places+biomed"``: also HPO phenotypes, rare diseases
             and genes by exact name, the ``biomed`` extra), a saved KB folder, a passages file (JSONL/Parquet/CSV) or a KB
-            object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.places.CompositeKB`, ...).
-            Default: :data:`~argus_ir.places.DEFAULT_KB`.
+            object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.kb.places.CompositeKB`, ...).
+            Default: :data:`~argus_ir.kb.places.DEFAULT_KB`.
         kb_match: ``"bm25"`` (the paper's: a passage titled with the mention first, then BM25
             matches of its words) or ``"title"`` (one passage, the one known by the mention's exact
-            name). Default: :data:`~argus_ir.places.DEFAULT_KB_MATCH`.
+            name). Default: :data:`~argus_ir.kb.places.DEFAULT_KB_MATCH`.
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no
             budget, as in the paper).
         targeting: Which entities get views: ``"probe"`` (predicted RPS below ``tau``, the
-            paper's) or ``"corpus"`` (:class:`~argus_ir.targeting.CorpusReach`: the document is
+            paper's) or ``"corpus"`` (:class:`~argus_ir.remedy.targeting.CorpusReach`: the document is
             not in the top 10 for the entity's name among the first 800 documents of the corpus;
-            no probe involved). Default: :data:`~argus_ir.targeting.DEFAULT_TARGETING`.
+            no probe involved). Default: :data:`~argus_ir.remedy.targeting.DEFAULT_TARGETING`.
         llm: The synthesis backend: an :class:`~argus_ir.llm.LLM` or a spec for
             :func:`~argus_ir.llm.load_llm` (default ``"transformers"``: offline SmolLM2).
         prompt_version: The synthesis prompt.
@@ -198,8 +198,8 @@ class Argus:
         )
 
     def _load_diagnoser(self) -> Diagnoser:
-        from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
         from argus_ir.probes import TrainedProbe, load_shipped_probe
+        from argus_ir.text.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
 
         probe = (
             load_shipped_probe(self.retriever, self.k)
@@ -210,12 +210,12 @@ class Argus:
         return Diagnoser(self._get("encoder"), probe, mentions, tau=self.tau)
 
     def _load_kb(self) -> KnowledgeBase:
-        from argus_ir.places import match_titles
+        from argus_ir.kb.places import match_titles
 
         return match_titles(self._load_kb_source(), self.kb_match)
 
     def _load_kb_source(self) -> KnowledgeBase:
-        from argus_ir.places import KB_NAMES, shipped_kb
+        from argus_ir.kb.places import KB_NAMES, shipped_kb
 
         if isinstance(self.kb, KnowledgeBase):
             return self.kb
@@ -223,7 +223,7 @@ class Argus:
             return shipped_kb(self.kb, show_progress=self.show_progress)
         path = os.fspath(self.kb)
         if os.path.isdir(path):
-            from argus_ir.kb_disk import load_kb_folder
+            from argus_ir.kb.disk import load_kb_folder
 
             return load_kb_folder(path)  # a saved ReferenceKB or a disk KB (argus kb build)
         return ReferenceKB.from_file(path, show_progress=self.show_progress)
@@ -467,7 +467,7 @@ class Argus:
         """Each batch with its diagnoses, flagged by the configured targeting.
 
         With ``targeting="corpus"`` batches are held back until the reach pool (the first
-        :data:`~argus_ir.targeting.DEFAULT_REACH_POOL` documents) is full, or the corpus ends.
+        :data:`~argus_ir.remedy.targeting.DEFAULT_REACH_POOL` documents) is full, or the corpus ends.
         ``pool`` fills it from other documents first (a resumed run passes its corpus from the
         start).
         """
@@ -475,7 +475,7 @@ class Argus:
             for batch in batches:
                 yield batch, self._diagnose(batch, failures)
             return
-        from argus_ir import targeting
+        from argus_ir.remedy import targeting
 
         encoder = self._get("encoder")
         reach = targeting.CorpusReach(
@@ -582,8 +582,8 @@ def _kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
     """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
     from importlib import resources
 
-    from argus_ir._io import sha256_file
-    from argus_ir.places import KB_NAMES, shipped_kb_fingerprint
+    from argus_ir.io import sha256_file
+    from argus_ir.kb.places import KB_NAMES, shipped_kb_fingerprint
 
     if isinstance(kb, KnowledgeBase):
         return kb.fingerprint

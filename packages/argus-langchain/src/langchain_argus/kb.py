@@ -9,9 +9,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
-from argus_ir.integration import is_view
 from argus_ir.kb import Passage
-from argus_ir.search_kb import SearchKB
+from argus_ir.kb.search import SearchKB
+from argus_ir.runners.integration import is_view
 
 __all__ = ["is_store", "store_kb"]
 

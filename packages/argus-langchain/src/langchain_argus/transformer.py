@@ -11,8 +11,8 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
-from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.pipeline import argus_settings
+from argus_ir.runners.integration import AugmentResult, Record, aaugment_records, augment_records
 from langchain_argus.kb import store_kb
 
 __all__ = ["ArgusDocumentTransformer"]
@@ -55,7 +55,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     """A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a KB folder, a passages
     file, or your own knowledge as a LangChain ``VectorStore`` or ``BaseRetriever`` (asked with
     each flagged mention; see :func:`langchain_argus.kb.store_kb`). Default:
-    ``argus_ir.places.DEFAULT_KB``."""
+    ``argus_ir.kb.places.DEFAULT_KB``."""
     kb_fingerprint: str | None = None
     """With a store as ``kb``: its content's identity in view ids (default: the store's class);
     give a new one when the store's content changes."""

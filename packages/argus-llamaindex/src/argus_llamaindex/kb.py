@@ -8,9 +8,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from argus_ir.integration import is_view
 from argus_ir.kb import Passage
-from argus_ir.search_kb import SearchKB
+from argus_ir.kb.search import SearchKB
+from argus_ir.runners.integration import is_view
 
 __all__ = ["is_store", "store_kb"]
 

@@ -9,14 +9,14 @@ from llama_index.core.schema import BaseNode, NodeRelationship, TextNode, Transf
 from pydantic import Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from argus_ir import Argus
-from argus_ir.integration import (
+from argus_ir.pipeline import argus_settings, setting_docs
+from argus_ir.runners.integration import (
     ARGUS_KEYS,
     AugmentResult,
     Record,
     aaugment_records,
     augment_records,
 )
-from argus_ir.pipeline import argus_settings, setting_docs
 from argus_llamaindex.kb import is_store, store_kb
 
 __all__ = ["ArgusTransform"]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argus_ir._io import iter_jsonl
 from argus_ir.errors import ArgusInputError
+from argus_ir.io import iter_jsonl
 from argus_ir.llm.base import LLM, Generation
 
 __all__ = ["CallCache", "CallCount", "cached_generate"]

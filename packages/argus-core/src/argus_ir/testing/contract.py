@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from argus_ir.integration import ARGUS_KEYS, Record
 from argus_ir.kb import Passage, ReferenceKB
+from argus_ir.runners.integration import ARGUS_KEYS, Record
 
 __all__ = ["AdapterContract", "contract_kb"]
 

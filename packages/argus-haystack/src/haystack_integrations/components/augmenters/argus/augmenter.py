@@ -8,8 +8,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from argus_ir import Argus
-from argus_ir.integration import AugmentResult, Record, aaugment_records, augment_records
 from argus_ir.pipeline import argus_settings
+from argus_ir.runners.integration import AugmentResult, Record, aaugment_records, augment_records
 from haystack_integrations.components.augmenters.argus.kb import (
     is_store,
     kb_from_dict,
@@ -82,7 +82,7 @@ class ArgusAugmenter:
         :param kb: A shipped KB by name (``"wikipedia"``, ``"wikipedia+places"``), a saved KB
             folder, a passages file, or your own knowledge as a retriever component or an
             ``InMemoryDocumentStore`` (asked with each flagged mention; serialised with the
-            component). Default: ``argus_ir.places.DEFAULT_KB``.
+            component). Default: ``argus_ir.kb.places.DEFAULT_KB``.
         :param kb_fingerprint: With a component or store as ``kb``: its content's identity in view
             ids (default: its class); give a new one when the store's content changes.
         :param kb_match: ``"bm25"`` (a passage titled with the mention, then BM25 word matches)

@@ -8,9 +8,9 @@ from haystack import Document
 from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from argus_ir.integration import is_view
 from argus_ir.kb import Passage
-from argus_ir.search_kb import SearchKB
+from argus_ir.kb.search import SearchKB
+from argus_ir.runners.integration import is_view
 
 __all__ = ["is_store", "kb_from_dict", "kb_to_dict", "store_kb"]
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import normalize
+from argus_ir.text.grounding import normalize
 
 __all__ = ["DEFAULT_K_AUG", "KnowledgeBase", "Passage", "ReferenceKB", "ask"]
 
@@ -226,7 +226,7 @@ class ReferenceKB:
             ArgusInputError: The file is missing or malformed, or a record lacks a field (the
                 message names the file and line).
         """
-        from argus_ir.loaders import _check_exists, _entity_rows
+        from argus_ir.audit.loaders import _check_exists, _entity_rows
 
         p = Path(path)
         _check_exists(p)

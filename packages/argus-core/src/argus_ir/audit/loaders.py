@@ -1,4 +1,4 @@
-"""Build :class:`~argus_ir.entities.AuditData` from user records and files (paper App. B.1-B.3).
+"""Build :class:`~argus_ir.audit.entities.AuditData` from user records and files (paper App. B.1-B.3).
 
 Two steps, kept apart so every source (user files, the shared research data, the embedded sample)
 goes through the same rules:
@@ -6,8 +6,8 @@ goes through the same rules:
 1. *Reading* (:func:`read_entities_file`, :func:`read_edges_file`) turns JSONL (also gzipped), CSV/TSV
    or Parquet into :class:`RawEntity` / :class:`RawEdge` tuples that remember where each came from.
    Malformed files fail here, with the file and line in the message.
-2. *Building* (:func:`build_audit_data`) grounds every paragraph (:func:`argus_ir.grounding.ground`),
-   drops what cannot be audited and records why in the :class:`~argus_ir.entities.LoadReport`:
+2. *Building* (:func:`build_audit_data`) grounds every paragraph (:func:`argus_ir.text.grounding.ground`),
+   drops what cannot be audited and records why in the :class:`~argus_ir.audit.entities.LoadReport`:
 
    * a missing, empty or blank paragraph drops the entity: ``"empty paragraph"``;
    * a paragraph shorter than ``min_chars`` drops it: ``"paragraph too short"``;
@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from argus_ir.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
+from argus_ir.audit.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import ground
+from argus_ir.text.grounding import ground
 
 __all__ = [
     "DEFAULT_MIN_CHARS",

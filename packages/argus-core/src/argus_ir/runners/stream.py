@@ -15,7 +15,7 @@ is written, ``OUT.partial`` becomes ``OUT`` and the rest is removed; a resumed r
 an uninterrupted run's, byte for byte.
 
 >>> from argus_ir import Argus
->>> from argus_ir.stream import augment_file
+>>> from argus_ir.runners.stream import augment_file
 >>> summary = augment_file(Argus(), "corpus.jsonl", "augmented.jsonl")  # doctest: +SKIP
 """
 
@@ -32,13 +32,13 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
-from argus_ir._io import atomic_path
+from argus_ir.audit.loaders import Document, iter_documents
 from argus_ir.diagnose import Diagnosis
 from argus_ir.errors import ArgusInputError
-from argus_ir.integration import ARGUS_KEYS
-from argus_ir.loaders import Document, iter_documents
+from argus_ir.io import atomic_path
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
+from argus_ir.runners.integration import ARGUS_KEYS
 
 __all__ = [
     "CHECKPOINT_VERSION",

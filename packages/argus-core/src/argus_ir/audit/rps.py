@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from argus_ir.entities import EntityGraph
+from argus_ir.audit.entities import EntityGraph
 
 __all__ = [
     "PairStats",

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from argus_ir._io import iter_jsonl
 from argus_ir._optional import require
+from argus_ir.audit.loaders import Document
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, rank_sources
 from argus_ir.errors import ArgusInputError
-from argus_ir.loaders import Document
+from argus_ir.io import iter_jsonl
 
 __all__ = [
     "ABLATABLE",
@@ -98,7 +98,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         ArgusInputError: A missing file or split (naming the splits there are), a malformed line,
             a query without id or text (file and line).
     """
-    from argus_ir.loaders import _as_id, read_documents
+    from argus_ir.audit.loaders import _as_id, read_documents
 
     splits = [part.strip() for part in split.split(",") if part.strip()]
     if len(splits) > 1:
@@ -442,7 +442,7 @@ class EvalResult:
     subset: bool = False
     query_split: dict[str, str] = field(default_factory=dict)
     # with evaluate(explain=True): condition -> query -> [(source, score, entry)], and each
-    # condition's views (entry id -> argus_ir.explain.EntryInfo); not written to results.json
+    # condition's views (entry id -> argus_ir.eval.explain.EntryInfo); not written to results.json
     rankings: dict[str, dict[str, list[tuple[str, float, str]]]] = field(
         default_factory=dict, repr=False
     )
@@ -583,7 +583,7 @@ class _EmbeddingCache:
 
     Each text also keeps its share of the wall time of the batch that embedded it, so a condition's
     ingest time counts its views' embedding even when an earlier condition paid for it. With a
-    ``folder`` (a :class:`~argus_ir.cache.VectorCache` per model) vectors also persist across
+    ``folder`` (a :class:`~argus_ir.encoder.cache.VectorCache` per model) vectors also persist across
     runs; a text read from there is charged this run's seconds per character (its length capped at
     what the retriever reads), measured on what this run embedded or, when it embedded nothing,
     on a sample of up to 64 cached texts embedded again; :attr:`estimated` then turns true.
@@ -601,7 +601,7 @@ class _EmbeddingCache:
         self._disk = None
         self._model_key = ""
         if folder is not None:
-            from argus_ir.cache import VectorCache
+            from argus_ir.encoder.cache import VectorCache
 
             info = encoder.info
             self._model_key = f"{info.retriever_id}|sentence-transformers encode|fp32"
@@ -622,7 +622,7 @@ class _EmbeddingCache:
 
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, float]:
         """``(vectors, seconds)``: seconds is the embedding time of these texts, cached or not."""
-        from argus_ir.cache import cached_vectors, text_key
+        from argus_ir.encoder.cache import cached_vectors, text_key
 
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self._rows))
@@ -703,8 +703,8 @@ ABLATABLE: dict[str, type] = {
 }
 """Settings :func:`evaluate` can vary per condition, with their types (``off`` gives ``None``:
 no context check, no view budget). ``kb`` is a shipped KB's name
-(:data:`argus_ir.places.KB_NAMES`), a KB folder or a passages file. ``targeting`` is ``probe`` (the diagnoser's predicted RPS at
-``tau``) or ``corpus`` (:mod:`argus_ir.targeting`: an entity is flagged where its own document is
+(:data:`argus_ir.kb.places.KB_NAMES`), a KB folder or a passages file. ``targeting`` is ``probe`` (the diagnoser's predicted RPS at
+``tau``) or ``corpus`` (:mod:`argus_ir.remedy.targeting`: an entity is flagged where its own document is
 not in the top 10 for the entity's name, measured on the evaluated index)."""
 
 _OFF = ("context_threshold", "max_views")
@@ -717,7 +717,7 @@ def _parse_value(key: str, raw: str, spec: str) -> Any:
         raise ValueError(f"{spec!r}: {key!r} is not a setting; choose from {', '.join(ABLATABLE)}")
     if raw == "off" and key in _OFF:
         return None
-    from argus_ir.targeting import TARGETINGS
+    from argus_ir.remedy.targeting import TARGETINGS
 
     if key == "targeting" and raw not in TARGETINGS:
         raise ValueError(f"{spec!r}: targeting is one of {', '.join(TARGETINGS)}, got {raw!r}")
@@ -813,7 +813,7 @@ def evaluate(
         view_discount: How views fold into their sources (:func:`argus_ir.collapse.collapse`);
             a variant may set its own.
         vector_cache: A folder where every embedded text's vector is kept (npz shards per
-            model, :mod:`argus_ir.cache`), so reruns and other conditions embed only new texts.
+            model, :mod:`argus_ir.encoder.cache`), so reruns and other conditions embed only new texts.
             Ingest seconds of texts read from it are estimated from this run's embedding rate
             (``ingest_estimated`` in the stats).
         explain: Keep each query's ranking with the entry behind every source, for
@@ -924,7 +924,7 @@ def evaluate(
         flagged = diagnoses if tau is None else [d.at_tau(tau) for d in diagnoses]
         if targeting == "corpus":
             if reached is None:  # as Argus does it: the pool is the corpus's first documents
-                from argus_ir import targeting as tg
+                from argus_ir.remedy import targeting as tg
 
                 reach = tg.CorpusReach(
                     lambda t: embed(t)[0], k=tg.DEFAULT_REACH_K, pool_size=tg.DEFAULT_REACH_POOL
@@ -1015,8 +1015,8 @@ def _as_run(
 
 
 def _entry_info(view: Any, kb: Any, full: set[str] | None) -> Any:
-    """What :mod:`argus_ir.explain` needs to know of one view."""
-    from argus_ir.explain import EntryInfo
+    """What :mod:`argus_ir.eval.explain` needs to know of one view."""
+    from argus_ir.eval.explain import EntryInfo
 
     kb_id = str(view.metadata.get("argus_kb_id", ""))
     passage = kb.passage(kb_id.split("|")[0]) if kb_id else None
@@ -1039,9 +1039,9 @@ def explain_result(
 
     Returns:
         Condition -> ``{"summary": ..., "queries": [QueryExplanation, ...]}`` for the queries
-        whose ``metric`` changed (:func:`argus_ir.explain.explain_query`).
+        whose ``metric`` changed (:func:`argus_ir.eval.explain.explain_query`).
     """
-    from argus_ir.explain import explain_query, summarize
+    from argus_ir.eval.explain import explain_query, summarize
 
     if ORIGINAL not in result.rankings:
         raise ArgusInputError("this result kept no rankings: evaluate it with explain=True")
@@ -1251,7 +1251,7 @@ def report_markdown(
 def write_results(results: Sequence[EvalResult], out: str | Path) -> Path:
     """Write ``results.json``, ``per_query.jsonl`` and the report ``results.md`` (with its PNGs)
     into folder ``out``."""
-    from argus_ir._io import atomic_path
+    from argus_ir.io import atomic_path
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

@@ -130,7 +130,7 @@ def with_llm_knowledge(kb: KnowledgeBase, knowledge: LLMKnowledge) -> Any:
     """``kb`` with ``knowledge`` behind its exact names: a mention ``kb`` knows by name gets
     ``kb``'s answer, any other the LLM's line, and ``kb``'s word matches only when the LLM gives
     nothing."""
-    from argus_ir.places import CompositeKB
+    from argus_ir.kb.places import CompositeKB
 
     if isinstance(kb, CompositeKB):
         return CompositeKB(

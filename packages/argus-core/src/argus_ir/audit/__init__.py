@@ -1,6 +1,6 @@
 """The empirical RPS audit: encode each paragraph once, pool mention vectors, rank, score.
 
-``run_audit`` turns :class:`~argus_ir.entities.AuditData` and an encoder into an :class:`AuditResult`
+``run_audit`` turns :class:`~argus_ir.audit.entities.AuditData` and an encoder into an :class:`AuditResult`
 (per-entity RPS for every k, the exact-expectation label, split-half reliability and the curves of
 the report). ``AuditResult.save`` writes a Parquet + CSV table, the vectors (npz) and a JSON summary.
 """
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from argus_ir import rps as _rps
-from argus_ir.cache import VectorCache, span_key
+from argus_ir.audit import rps as _rps
+from argus_ir.audit.entities import AuditData
 from argus_ir.encoder.base import EncoderInfo, TokenEncoder
-from argus_ir.entities import AuditData
+from argus_ir.encoder.cache import VectorCache, span_key
 
 __all__ = ["AuditResult", "AuditSettings", "encode_entities", "run_audit"]
 

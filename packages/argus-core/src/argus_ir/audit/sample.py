@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from importlib import resources
 
-from argus_ir.entities import AuditData
-from argus_ir.loaders import build_audit_data, read_edges_file, read_entities_file
+from argus_ir.audit.entities import AuditData
+from argus_ir.audit.loaders import build_audit_data, read_edges_file, read_entities_file
 
 __all__ = ["SAMPLE_EDGES", "SAMPLE_ENTITIES", "load_sample"]
 
@@ -26,7 +26,7 @@ def load_sample(*, max_degree: int | None = None, require_neighbours: bool = Fal
     the rest are neutral candidates.
 
     Args:
-        max_degree: Degree cap passed to :func:`argus_ir.loaders.build_audit_data`; ``None`` (the
+        max_degree: Degree cap passed to :func:`argus_ir.audit.loaders.build_audit_data`; ``None`` (the
             default) keeps every edge (the largest degree in the sample is 93).
         require_neighbours: Drop entities without a related entity.
 
@@ -34,7 +34,7 @@ def load_sample(*, max_degree: int | None = None, require_neighbours: bool = Fal
         The sample, named ``"sample"``.
 
     Example:
-        >>> from argus_ir.sample import load_sample
+        >>> from argus_ir.audit.sample import load_sample
         >>> data = load_sample()
         >>> len(data.entities) > 1000
         True

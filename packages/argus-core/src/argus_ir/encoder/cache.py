@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from argus_ir._io import atomic_path
+from argus_ir.io import atomic_path
 
 __all__ = ["VectorCache", "cached_vectors", "span_key", "text_key"]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from argus_ir import plots
-from argus_ir._io import atomic_path
+from argus_ir.io import atomic_path
 
 if TYPE_CHECKING:
     from argus_ir.audit import AuditResult

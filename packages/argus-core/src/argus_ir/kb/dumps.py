@@ -14,7 +14,7 @@ they are, so a dump never has to fit in memory:
 
 :func:`merge` joins them: a Wikidata entity whose English Wikipedia title names a text passage
 gives it its description and aliases; the other entities become passages of their own (label and
-description). ``argus kb build`` runs these into :func:`argus_ir.kb_disk.build_disk_kb`.
+description). ``argus kb build`` runs these into :func:`argus_ir.kb.disk.build_disk_kb`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import IO, Any
 from urllib.parse import unquote
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.grounding import normalize
 from argus_ir.kb import Passage
+from argus_ir.text.grounding import normalize
 
 __all__ = [
     "FORMATS",
@@ -206,7 +206,7 @@ def read_dbpedia(path: str | Path, *, language: str = "en") -> Iterator[Record]:
 def read_passages(path: str | Path) -> Iterator[Record]:
     """Passages of a JSONL / Parquet / CSV file (``id``, ``title``, ``text``, optional
     ``description`` and ``aliases``), as :meth:`argus_ir.kb.ReferenceKB.from_file` reads them."""
-    from argus_ir.loaders import _check_exists, _entity_rows
+    from argus_ir.audit.loaders import _check_exists, _entity_rows
 
     p = Path(path)
     _check_exists(p)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from argus_ir._io import atomic_path
 from argus_ir.errors import ArgusInputError
+from argus_ir.io import atomic_path
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

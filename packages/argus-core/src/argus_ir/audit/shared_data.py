@@ -47,10 +47,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from argus_ir._io import iter_jsonl
-from argus_ir.entities import AuditData
+from argus_ir.audit.entities import AuditData
+from argus_ir.audit.loaders import RawEdge, RawEntity, build_audit_data
 from argus_ir.errors import ArgusInputError
-from argus_ir.loaders import RawEdge, RawEntity, build_audit_data
+from argus_ir.io import iter_jsonl
 
 __all__ = [
     "FB15K237_DROPPED_RELATIONS",
@@ -125,7 +125,7 @@ def load_wiki_kb(root: str | os.PathLike[str]) -> list[RawEntity]:
         root: The data root (the folder holding ``kb/`` and ``kg/``).
 
     Returns:
-        One :class:`~argus_ir.loaders.RawEntity` per KB row, in file order: ``id`` is the article title,
+        One :class:`~argus_ir.audit.loaders.RawEntity` per KB row, in file order: ``id`` is the article title,
         ``label`` the title without its disambiguator (:func:`surface_form`), ``text`` the lead
         paragraph, ``description`` the Wikidata description.
 
@@ -178,7 +178,7 @@ def fb15k237_edges(
         dropped_relations: Relations containing any of these substrings are left out.
 
     Returns:
-        One :class:`~argus_ir.loaders.RawEdge` per joined triple (titles as ids, the Freebase relation
+        One :class:`~argus_ir.audit.loaders.RawEdge` per joined triple (titles as ids, the Freebase relation
         in ``relation``); repeated pairs are merged later by the graph builder.
 
     Raises:
@@ -217,7 +217,7 @@ def trex_edges(root: str | os.PathLike[str], titles: Iterable[str]) -> list[RawE
         titles: KB titles (entity ids).
 
     Returns:
-        One :class:`~argus_ir.loaders.RawEdge` per joined fact, ``relation`` the Wikidata property.
+        One :class:`~argus_ir.audit.loaders.RawEdge` per joined fact, ``relation`` the Wikidata property.
 
     Raises:
         ArgusInputError: If the T-REx folder is missing or a line is malformed.
@@ -277,7 +277,7 @@ def codex_edges(root: str | os.PathLike[str], titles: Iterable[str]) -> list[Raw
         titles: KB titles (entity ids).
 
     Returns:
-        One :class:`~argus_ir.loaders.RawEdge` per joined triple, ``relation`` the Wikidata property.
+        One :class:`~argus_ir.audit.loaders.RawEdge` per joined triple, ``relation`` the Wikidata property.
 
     Raises:
         ArgusInputError: If the CoDEx folder or ``entity2wikidata.json`` is missing, or a line is

@@ -533,7 +533,7 @@ def paired_stat(setting: str, retriever: str, s1: np.ndarray, s2: np.ndarray) ->
 
 def dense_scorer(encoder: Any, show_progress: bool = False) -> Scorer:
     """Scores as the retriever ranks: the dot product of query and document embeddings."""
-    from argus_ir.evaluate import embed_texts
+    from argus_ir.eval import embed_texts
 
     def score(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
         unique_q = list(dict.fromkeys(queries))
@@ -830,7 +830,7 @@ def audit_biases(
 def write_bias_report(report: BiasReport, out: str | Path) -> Path:
     """Write ``results.json``, ``README.md`` and the chart ``bias.png`` into folder ``out``."""
     from argus_ir import plots
-    from argus_ir._io import atomic_path
+    from argus_ir.io import atomic_path
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Text: grounding of document spans and entity mentions (spaCy NER, LLM, gazetteer)."""
