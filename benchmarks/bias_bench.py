@@ -31,7 +31,7 @@ def main() -> None:
     cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "bias"]
     cmd += [str(args.shared_data / "redocred" / "dev_revised.json"), "--out", str(args.out)]
     for model in args.models.split(","):
-        cmd += ["--model", model]
+        cmd += ["--retriever", model]
     cmd += ["--augment", args.augment, "--resume"]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)

@@ -25,7 +25,7 @@ def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the pare
         if line.startswith("VmHWM:"):
             return round(int(line.split()[1]) / 1024)
 t0 = time.perf_counter()
-from argus_ir.kb.places import shipped_kb
+from argus_ir.kb import shipped_kb
 from argus_ir.kb import ask
 kb = shipped_kb(sys.argv[1])
 len(kb)  # every source loaded now (the gazetteer reads its tables on first use)

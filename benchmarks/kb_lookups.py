@@ -35,8 +35,7 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
     from remedy_design import _load
 
     from argus_ir import Argus
-    from argus_ir.kb import ask
-    from argus_ir.kb.places import match_titles, shipped_kb
+    from argus_ir.kb import ask, match_titles, shipped_kb
 
     argus = Argus()
     kbs = {name: shipped_kb(name) for name in KBS}

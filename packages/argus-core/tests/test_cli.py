@@ -539,3 +539,87 @@ def test_evaluate_checks_extras_and_kbs_before_reading_any_data(tmp_path, capsys
     assert main(["evaluate", str(beir), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "argus-ir[eval]" in err and "corpus.jsonl:2" not in err
+
+
+# -- renamed flags: the old spelling works for one more release, hidden, with a note -----------
+
+
+class _Stop(Exception):
+    pass
+
+
+def _recording(monkeypatch, target: str) -> list:
+    """Patch ``target`` (``module.attr``) to record its first argument and stop the command."""
+    from argus_ir.errors import ArgusInputError
+
+    seen: list = []
+
+    def fake(first, *args, **kwargs):
+        seen.append(first)
+        raise ArgusInputError("stopped by the test")
+
+    monkeypatch.setattr(target, fake)
+    return seen
+
+
+@pytest.mark.parametrize("flag", ["--retriever", "--model"])
+def test_retriever_flag_and_its_old_name_model(flag, tmp_path, monkeypatch, capsys):
+    seen = _recording(monkeypatch, "argus_ir.encoder.load_encoder")
+    args = ["audit", "--data", "sample", "--out", str(tmp_path / "a"), flag, "mpnet"]
+    assert main(args) == 1
+    assert seen == ["mpnet"]
+    err = capsys.readouterr().err
+    note = "--model is deprecated and will be removed in the next release; use --retriever"
+    assert (note in err) == (flag == "--model")
+    assert "argus audit: error: stopped by the test" in err
+
+
+def test_the_repeatable_retriever_flag_of_bias_keeps_its_old_name(tmp_path, monkeypatch, capsys):
+    got: list = []
+
+    def fake(data, retrievers, **kwargs):
+        got.append(list(retrievers))
+        raise _Stop
+
+    monkeypatch.setattr("argus_ir.bias.audit_biases", fake)
+    base = ["bias", str(tmp_path / "dev.json"), "--out", str(tmp_path / "b")]
+    with pytest.raises(_Stop):
+        main([*base, "--retriever", "minilm", "--model", "mpnet", "--model", "x/y"])
+    err = capsys.readouterr().err
+    assert err.count("--model is deprecated") == 1 and "use --retriever" in err
+    for extra in (["--retriever", "mpnet"], []):
+        with pytest.raises(_Stop):
+            main([*base, *extra])
+        assert "deprecated" not in capsys.readouterr().err
+    assert got == [["minilm", "mpnet", "x/y"], ["mpnet"], ["minilm"]]
+
+
+@pytest.mark.parametrize("flag", ["--df-share", "--tau"])
+def test_sira_df_share_and_its_old_name_tau(flag, tmp_path, capsys):
+    from argus_ir.sira import SiraIndex
+
+    corpus = _write_jsonl(
+        tmp_path / "c.jsonl",
+        [{"_id": f"d{i}", "text": f"document {i} about statins and plaque"} for i in range(4)],
+    )
+    idx = tmp_path / "idx"
+    args = ["-q", "sira", "index", str(corpus), "--out", str(idx), "--no-llm", flag, "0.5"]
+    assert main(args) == 0
+    assert SiraIndex.load(idx).tau == 0.5
+    err = capsys.readouterr().err
+    note = "argus sira index: --tau is deprecated and will be removed in the next release; "
+    note += "use --df-share"
+    assert (note in err) == (flag == "--tau")
+
+
+def test_old_flag_names_are_hidden_from_help(capsys):
+    for command in (["audit"], ["augment"], ["diagnose"], ["evaluate"], ["demo"], ["bias"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        assert "--retriever" in text and "--model" not in text, command
+    for step in ("index", "evaluate"):
+        with pytest.raises(SystemExit):
+            main(["sira", step, "--help"])
+        text = capsys.readouterr().out
+        assert "--df-share" in text and "--tau" not in text, step

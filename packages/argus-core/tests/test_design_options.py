@@ -201,13 +201,13 @@ def test_variant_specs_parse_and_bad_ones_are_named():
         {"max_views": 1, "view_discount": 0.05},
     )
     assert parse_variant("descriptor max_views=off")[2] == {"max_views": None}
-    with pytest.raises(ValueError, match="start with a remedy"):
+    with pytest.raises(ArgusInputError, match="start with a remedy"):
         parse_variant("original tau=0.1")
-    with pytest.raises(ValueError, match="'depth' is not a setting"):
+    with pytest.raises(ArgusInputError, match="'depth' is not a setting"):
         parse_variant("expansion depth=3")
-    with pytest.raises(ValueError, match="'x' is not a valid max_views"):
+    with pytest.raises(ArgusInputError, match="'x' is not a valid max_views"):
         parse_variant("expansion max_views=x")
-    with pytest.raises(ValueError, match="tau given twice"):
+    with pytest.raises(ArgusInputError, match="tau given twice"):
         parse_variant("expansion tau=0.1 tau=0.2")
 
 
@@ -271,17 +271,19 @@ def test_two_splits_are_indexed_once_and_reported_apart(tmp_path):
 
 
 def test_the_vector_cache_makes_a_rerun_embed_nothing(tmp_path, monkeypatch):
-    import argus_ir.eval as ev
+    from argus_ir.eval import remedies, search
 
     root, settings = _scenario(tmp_path)
     embedded: list[str] = []
-    real = ev.embed_texts
+    real = search.embed_texts
 
     def counting(encoder, texts, show_progress):
         embedded.extend(texts)
         return real(encoder, texts, show_progress)
 
-    monkeypatch.setattr(ev, "embed_texts", counting)
+    # the queries are embedded by the evaluation loop, the corpus and views by the cache
+    monkeypatch.setattr(remedies, "embed_texts", counting)
+    monkeypatch.setattr(search, "embed_texts", counting)
     cache = tmp_path / "vectors"
     args = dict(remedies=("original", "expansion"), vector_cache=cache, **settings)
     first = evaluate(load_beir(root), **args)

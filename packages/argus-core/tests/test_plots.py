@@ -11,6 +11,7 @@ import pytest
 
 from argus_ir import plots
 from argus_ir.errors import ArgusInputError
+from argus_ir.plots.lda import embed_2d
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -140,10 +141,10 @@ def test_single_k_and_single_n(tmp_path):
 def test_two_bands_fall_back_to_one_lda_axis(tmp_path):
     x, labels = _three_gaussians(50, 6, gap=5.0, seed=2)
     rps = np.where(labels == 0, 0.0, 1.0)
-    coords, names, note = plots._embed_2d(x, plots.rps_bands(rps), "auto")
+    coords, names, note = embed_2d(x, plots.rps_bands(rps), "auto")
     assert coords.shape == (150, 2)
     assert names[0] == "LD1" and "2 bands" in note
-    _, names, note = plots._embed_2d(x, plots.rps_bands(np.zeros(150)), "auto")
+    _, names, note = embed_2d(x, plots.rps_bands(np.zeros(150)), "auto")
     assert names == ("PC1", "PC2") and "PCA" in note
     assert _is_png(plots.lda_projection(x, rps, tmp_path / "two.png"))
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import KnowledgeBase, Passage
-from argus_ir.kb.places import match_titles
+from argus_ir.kb import KnowledgeBase, Passage, match_titles
 from argus_ir.kb.search import SearchKB
 
 HITS = {

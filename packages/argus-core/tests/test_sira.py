@@ -17,6 +17,7 @@ from argus_ir.llm import Generation
 from argus_ir.sira import (
     Analyzer,
     CallCache,
+    SiraEnricher,
     SiraIndex,
     build_prompt,
     enrich_corpus,
@@ -243,8 +244,44 @@ def test_prompts_are_task_aware_and_versioned():
     version, prompt = build_prompt("query", "fact", "  Statins prevent strokes. ")
     assert version == "sira-query-fact-v1" and "Statins prevent strokes." in prompt
     assert "$" not in prompt
-    with pytest.raises(ValueError, match="unknown task"):
+    with pytest.raises(ArgusInputError, match="unknown task"):
         build_prompt("query", "chat", "x")
+    with pytest.raises(ArgusInputError, match="side must be"):
+        build_prompt("answer", "fact", "x")
+    with pytest.raises(ArgusInputError, match="unknown task"):
+        SiraEnricher(ScriptedLLM([]), task="chat")
+
+
+def test_sira_loads_its_prompts_from_the_prompts_package():
+    from argus_ir.prompts import load_prompt
+
+    version, prompt = build_prompt("corpus", "qa", "Statins prevent strokes.")
+    assert prompt == load_prompt(version).substitute(text="Statins prevent strokes.", max_terms=12)
+    with pytest.raises(ArgusInputError, match="unknown prompt version 'sira-v0'"):
+        load_prompt("sira-v0")
+
+
+# -- the shared lexical layer ------------------------------------------------------------------------
+
+
+def test_the_lexical_layer_is_the_one_sira_uses():
+    from argus_ir import lexical, sira
+
+    assert sira.SiraIndex is lexical.BM25Index and sira.Analyzer is lexical.Analyzer
+    index = lexical.BM25Index.build(CORPUS)
+    assert lexical.top_k(index.ids, index.bm25(index.analyzer.tokens("fever")), 1) == (
+        index.search("fever", k=1)
+    )
+
+
+def test_copied_share_counts_words_in_verbatim_runs():
+    from argus_ir.lexical import copied_share
+
+    source = ["a", "cat", "sat", "on", "the", "mat", "today"]
+    assert copied_share(["the", "cat", "sat", "on", "the", "mat"], source) == pytest.approx(5 / 6)
+    assert copied_share(["cat", "sat", "on"], source) == 0.0  # shorter than a run
+    assert copied_share(["dogs", "run", "in", "the", "park"], source) == 0.0
+    assert copied_share(source, source) == 1.0
 
 
 def test_a_rerun_with_the_cache_costs_no_call(tmp_path):
@@ -317,6 +354,16 @@ def test_evaluate_sira_scores_each_condition_against_bm25(tmp_path):
     both = result.conditions["sira-both"]
     assert both.llm_calls == len(CORPUS) + 2 and "nDCG@10" in both.significance
     assert result.conditions["sira-query"].stats["query"]["cache_hits"] == 0
+
+
+def test_evaluate_sira_names_bad_conditions(tmp_path):
+    from argus_ir.eval import load_beir
+
+    data = load_beir(_beir(tmp_path / "ds", CORPUS, QUERIES, QRELS))
+    with pytest.raises(ArgusInputError, match="unknown SIRA condition 'bm42'"):
+        evaluate_sira(data, None, conditions=["bm42"])
+    with pytest.raises(ArgusInputError, match="sira-query need an LLM"):
+        evaluate_sira(data, None, conditions=["original", "sira-query"])
 
 
 def test_the_sira_command_without_llm(tmp_path, capsys):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
+from argus_ir.errors import ArgusInputError
+
 __all__ = ["LRU"]
 
 K = TypeVar("K")
@@ -20,7 +22,7 @@ class LRU(Generic[K, V]):
 
     def __init__(self, maxsize: int) -> None:
         if maxsize < 1:
-            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+            raise ArgusInputError(f"maxsize must be >= 1, got {maxsize}")
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from argus_ir.errors import ArgusInputError
+from argus_ir.lineage import SOURCE_KEY
 
 __all__ = [
     "DEFAULT_VIEW_DISCOUNT",
@@ -33,8 +34,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-SOURCE_KEY = "argus_source_id"
-"""Metadata key that names a view's source document (an original is its own source)."""
 
 _HOW = ("max", "sum")
 

@@ -72,7 +72,7 @@ class Diagnosis:
     def at_tau(self, tau: float) -> Diagnosis:
         """The same predictions flagged at another threshold (no model runs again)."""
         if not 0.0 <= tau <= 1.0:
-            raise ValueError(f"tau must lie in [0, 1], got {tau}")
+            raise ArgusInputError(f"tau must lie in [0, 1], got {tau}")
         entities = tuple(replace(e, flagged=e.rps < tau) for e in self.entities)
         return replace(self, entities=entities, tau=float(tau))
 

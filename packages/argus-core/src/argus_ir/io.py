@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ from typing import Any
 
 from argus_ir.errors import ArgusInputError
 
-__all__ = ["atomic_path", "iter_jsonl", "sha256_file", "text_hash"]
+__all__ = ["SNIPPET", "atomic_path", "iter_jsonl", "sha256_file", "text_hash"]
 
 
 @contextlib.contextmanager
@@ -56,17 +57,34 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
+SNIPPET = 60
+"""Characters of a bad line quoted in its error message."""
+
+
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` for each non-blank line of a JSONL file.
+    """``(line number, value)`` for each non-blank line of a JSONL file (``.gz``: gzipped).
+
+    The one JSONL line reader of the package. A byte-order mark on the first line is skipped.
 
     Raises:
-        ArgusInputError: A line that is not JSON (the message names file and line).
+        ArgusInputError: A line that is not UTF-8 or not JSON (the message names file and line).
     """
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
+    opener = gzip.open if os.fspath(path).lower().endswith(".gz") else open
+    with opener(path, "rb") as fh:  # bytes, decoded line by line: a bad byte has its line
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise ArgusInputError(
+                    f"{path}:{n}: not UTF-8 (byte {raw[exc.start : exc.start + 1]!r} at "
+                    f"column {exc.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             try:
                 yield n, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ArgusInputError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+                snippet = line.strip()[:SNIPPET]
+                raise ArgusInputError(
+                    f"{path}:{n}: not valid JSON ({exc.msg}): {snippet!r}"
+                ) from None

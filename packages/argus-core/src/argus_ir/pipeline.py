@@ -27,8 +27,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from argus_ir.audit.loaders import Document
 from argus_ir.diagnose import Diagnoser, Diagnosis
+from argus_ir.documents import Document
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, ReferenceKB
@@ -282,7 +282,7 @@ class Argus:
             "tau": float(card.get("tau", 0.3)) if self.tau is None else float(self.tau),
             "remedy": self.remedy,
             "k_aug": self.k_aug,
-            "kb": _kb_fingerprint(self.kb),
+            "kb": kb_fingerprint(self.kb),
             "kb_match": self.kb_match,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
@@ -578,7 +578,7 @@ def _folder_hash(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
+def kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
     """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
     from importlib import resources
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from argus_ir.errors import ArgusInputError
+
 __all__ = ["AuditData", "DropRecord", "Entity", "EntityGraph", "LoadReport"]
 
 
@@ -125,7 +127,7 @@ class EntityGraph:
         """Build a symmetric graph from index pairs; self-loops and duplicates are removed."""
         arr = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
         if arr.size and (arr.min() < 0 or arr.max() >= n):
-            raise ValueError(f"edge index out of range for a graph of {n} nodes")
+            raise ArgusInputError(f"edge index out of range for a graph of {n} nodes")
         arr = arr[arr[:, 0] != arr[:, 1]]
         both = np.concatenate([arr, arr[:, ::-1]]) if arr.size else arr
         if both.size:
@@ -175,7 +177,7 @@ class AuditData:
 
     def __post_init__(self) -> None:
         if self.graph.n != len(self.entities):
-            raise ValueError(
+            raise ArgusInputError(
                 f"graph has {self.graph.n} nodes but there are {len(self.entities)} entities"
             )
 

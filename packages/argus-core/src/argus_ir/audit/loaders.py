@@ -27,23 +27,33 @@ Nothing is returned until everything has been checked, so an error never leaves 
 
 from __future__ import annotations
 
-import csv
-import gzip
-import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from argus_ir.audit.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
+
+# the corpus reader lived here before argus_ir.documents; still importable from here
+from argus_ir.documents import TEXT_FIELDS, Document, iter_documents, read_documents
 from argus_ir.errors import ArgusInputError
+from argus_ir.tables import (
+    as_id,
+    check_exists,
+    iter_csv_rows,
+    iter_jsonl_records,
+    read_parquet_rows,
+    table_kind,
+    table_rows,
+)
 from argus_ir.text.grounding import ground
 
 __all__ = [
     "DEFAULT_MIN_CHARS",
+    "TEXT_FIELDS",
     "Document",
     "RawEdge",
     "RawEntity",
@@ -60,7 +70,6 @@ DEFAULT_MIN_CHARS = 20
 
 _TEXT_FIELDS = ("paragraph", "text")
 _EDGE_FIELD_PAIRS = (("source", "target"), ("head", "tail"))
-_SNIPPET = 60
 
 
 class RawEntity(NamedTuple):
@@ -101,15 +110,6 @@ class RawEdge(NamedTuple):
 # building
 
 
-def _as_id(value: Any, what: str, where: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, (str, int, np.integer)):
-        raise ArgusInputError(f"{where}: {what} must be a string or an integer, got {value!r}")
-    text = str(value).strip()
-    if not text:
-        raise ArgusInputError(f"{where}: {what} is empty")
-    return text
-
-
 def _as_raw_entity(rec: Any, i: int) -> RawEntity:
     """Check one entity record (dict, tuple or :class:`RawEntity`) and normalise its types."""
     if isinstance(rec, Mapping):
@@ -130,7 +130,7 @@ def _as_raw_entity(rec: Any, i: int) -> RawEntity:
             f"record {i + 1}: expected a dict or an (id, label, text[, description[, where]]) "
             f"tuple, got {rec!r:.80}"
         )
-    ent_id = _as_id(ent_id, "id", where)
+    ent_id = as_id(ent_id, "id", where)
     if not isinstance(label, str) or not label.strip():
         raise ArgusInputError(f"{where}: entity {ent_id!r} has an empty or non-string label")
     if text is not None and not isinstance(text, str):
@@ -213,7 +213,7 @@ def build_audit_data(
         if isinstance(edge, str) or not isinstance(edge, Sequence) or len(edge) < 2:
             raise ArgusInputError(f"edge {j + 1}: expected (id_a, id_b[, where]), got {edge!r}")
         where = str(edge[2]) if len(edge) > 2 and edge[2] else f"edge {j + 1}"
-        a, b = _as_id(edge[0], "edge end", where), _as_id(edge[1], "edge end", where)
+        a, b = as_id(edge[0], "edge end", where), as_id(edge[1], "edge end", where)
         unknown = [x for x in (a, b) if x not in index]
         if unknown:
             for x in dict.fromkeys(unknown):
@@ -280,126 +280,6 @@ def _count(dropped: Iterable[DropRecord]) -> dict[str, int]:
 # reading
 
 
-def _kind(path: Path) -> str:
-    name = path.name.lower()
-    for suffix, kind in (
-        (".jsonl.gz", "jsonl"),
-        (".ndjson.gz", "jsonl"),
-        (".jsonl", "jsonl"),
-        (".ndjson", "jsonl"),
-        (".parquet", "parquet"),
-        (".pq", "parquet"),
-        (".csv", "csv"),
-        (".tsv", "tsv"),
-    ):
-        if name.endswith(suffix):
-            return kind
-    raise ArgusInputError(
-        f"{path}: unsupported file type; use .jsonl, .jsonl.gz, .parquet, .csv or .tsv"
-    )
-
-
-def _check_exists(path: Path) -> None:
-    if not path.is_file():
-        raise ArgusInputError(f"{path}: no such file")
-
-
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line; fail on the first bad one."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    lineno = 0
-    try:
-        with opener(path, "rb") as fh:  # bytes, decoded line by line: a bad byte has its line
-            for lineno, raw in enumerate(fh, start=1):
-                try:
-                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ArgusInputError(
-                        f"{path}:{lineno}: not UTF-8 (byte {raw[exc.start : exc.start + 1]!r} at "
-                        f"column {exc.start + 1})"
-                    ) from None
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    snippet = line.strip()[:_SNIPPET]
-                    raise ArgusInputError(
-                        f"{path}:{lineno}: not valid JSON ({exc.msg}): {snippet!r}"
-                    ) from None
-                if not isinstance(obj, dict):
-                    raise ArgusInputError(
-                        f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}"
-                    )
-                yield lineno, obj
-    except (gzip.BadGzipFile, EOFError, OSError) as exc:
-        raise ArgusInputError(f"{path}:{lineno + 1}: cannot read the file ({exc})") from None
-
-
-def _iter_csv(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line number where the row starts, cells)`` for each non-empty row."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            # strict: an unclosed or stray quote is an error, not records merged into one cell
-            reader = csv.reader(fh, delimiter=delimiter, strict=True)
-            start = 1
-            try:
-                for row in reader:
-                    if any(cell.strip() for cell in row):
-                        yield start, row
-                    start = reader.line_num + 1
-            except csv.Error as exc:
-                raise ArgusInputError(f"{path}:{start}: malformed row ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ArgusInputError(f"{path}: not UTF-8 text ({exc})") from None
-
-
-def _read_parquet(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
-    """Column names and the rows, read one record batch at a time (memory stays flat)."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as exc:  # pragma: no cover - pyarrow is a core dependency
-        raise ImportError("reading Parquet needs pyarrow: pip install pyarrow") from exc
-    try:
-        file = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several types for unreadable files
-        raise ArgusInputError(f"{path}: cannot read Parquet ({exc})") from None
-
-    def rows() -> Iterator[dict[str, Any]]:
-        try:
-            for batch in file.iter_batches(batch_size=1024):
-                yield from batch.to_pylist()
-        except Exception as exc:
-            raise ArgusInputError(f"{path}: cannot read Parquet ({exc})") from None
-
-    return list(file.schema_arrow.names), rows()
-
-
-def _entity_rows(path: Path) -> tuple[list[str] | None, Iterator[tuple[str, dict[str, Any]]]]:
-    """Columns (``None`` for JSONL, whose keys vary by line) and ``(where, row)`` pairs."""
-    kind = _kind(path)
-    if kind == "jsonl":
-        return None, ((f"{path}:{n}", obj) for n, obj in _iter_jsonl(path))
-    if kind == "parquet":
-        columns, rows = _read_parquet(path)
-        return columns, ((f"{path}:row {i + 1}", r) for i, r in enumerate(rows))
-    rows_iter = _iter_csv(path, "\t" if kind == "tsv" else ",")
-    first = next(rows_iter, None)
-    if first is None:
-        return [], iter(())
-    header = [h.strip() for h in first[1]]
-
-    def gen() -> Iterator[tuple[str, dict[str, Any]]]:
-        for n, row in rows_iter:
-            if len(row) != len(header):
-                raise ArgusInputError(
-                    f"{path}:{n}: {len(row)} cells but the header has {len(header)} columns"
-                )
-            yield f"{path}:{n}", dict(zip(header, row))
-
-    return header, gen()
-
-
 def read_entities_file(
     path: str | os.PathLike[str],
     *,
@@ -430,9 +310,9 @@ def read_entities_file(
         >>> data = build_audit_data(records, read_edges_file("edges.csv"))  # doctest: +SKIP
     """
     p = Path(path)
-    _check_exists(p)
+    check_exists(p)
     text_fields = (text_field,) if text_field else _TEXT_FIELDS
-    columns, rows = _entity_rows(p)
+    columns, rows = table_rows(p)
     if columns is not None:
         missing = [f for f in (id_field, label_field) if f not in columns]
         if not any(f in columns for f in text_fields):
@@ -496,12 +376,12 @@ def read_edges_file(path: str | os.PathLike[str]) -> list[RawEdge]:
         >>> edges = read_edges_file("edges.tsv")  # doctest: +SKIP
     """
     p = Path(path)
-    _check_exists(p)
-    kind = _kind(p)
+    check_exists(p)
+    kind = table_kind(p)
     out: list[RawEdge] = []
     if kind in ("csv", "tsv"):
         cols = (0, 1)
-        for i, (n, row) in enumerate(_iter_csv(p, "\t" if kind == "tsv" else ",")):
+        for i, (n, row) in enumerate(iter_csv_rows(p, "\t" if kind == "tsv" else ",")):
             named = _edge_columns(row) if i == 0 else None
             if named is not None:  # a header row naming the id columns
                 cols = (row.index(named[0]), row.index(named[1]))
@@ -513,10 +393,10 @@ def read_edges_file(path: str | os.PathLike[str]) -> list[RawEdge]:
 
     if kind == "jsonl":
         rows: Iterable[tuple[str, Mapping[str, Any]]] = (
-            (f"{p}:{n}", obj) for n, obj in _iter_jsonl(p)
+            (f"{p}:{n}", obj) for n, obj in iter_jsonl_records(p)
         )
     else:
-        columns, table = _read_parquet(p)
+        columns, table = read_parquet_rows(p)
         if _edge_columns(columns) is None:
             raise ArgusInputError(
                 f"{p}: expected columns source/target or head/tail; columns are {columns}"
@@ -529,7 +409,7 @@ def read_edges_file(path: str | os.PathLike[str]) -> list[RawEdge]:
         a, b = obj[named[0]], obj[named[1]]
         relation = obj.get("relation") or ""
         out.append(
-            RawEdge(_as_id(a, "source", where), _as_id(b, "target", where), where, str(relation))
+            RawEdge(as_id(a, "source", where), as_id(b, "target", where), where, str(relation))
         )
     return out
 
@@ -572,125 +452,3 @@ def load_user_data(
         return data
     sources = ((Path(edges_path).name, data.report.n_edges),)
     return replace(data, report=replace(data.report, sources=sources))
-
-
-@dataclass(frozen=True)
-class Document:
-    """A corpus document: id, text, where it was read (``file:line``) and its title (BEIR has one).
-
-    ``index_text`` is what a retriever indexes: ``title + "\\n" + text`` when there is a title (the
-    BEIR convention of title then text), else the text.
-    """
-
-    id: str
-    text: str
-    where: str = ""
-    title: str = ""
-    record: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """The record as read, every key kept (what an output writes back for the original)."""
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """The record's ``metadata`` object (``{}`` when it has none)."""
-        value = self.record.get("metadata")
-        return dict(value) if isinstance(value, Mapping) else {}
-
-    @property
-    def index_text(self) -> str:
-        if self.title.strip() and self.text.strip():
-            return f"{self.title}\n{self.text}"
-        return self.title if self.title.strip() else self.text
-
-
-def read_documents(
-    path: str | os.PathLike[str],
-    *,
-    id_fields: Sequence[str] = ("_id", "id"),
-    text_field: str | None = None,
-    title_field: str | None = "title",
-) -> list[Document]:
-    """Read a whole corpus into a list: :func:`iter_documents`, collected."""
-    return list(
-        iter_documents(path, id_fields=id_fields, text_field=text_field, title_field=title_field)
-    )
-
-
-TEXT_FIELDS = ("text", "contents", "content", "body", "page_content")
-"""Where a record's text is looked for, in order, when no ``text_field`` is named."""
-
-_TEXT_CHECK_RECORDS = 1000  # records read before a corpus with no text field at all is refused
-
-
-def iter_documents(
-    path: str | os.PathLike[str],
-    *,
-    id_fields: Sequence[str] = ("_id", "id"),
-    text_field: str | None = None,
-    title_field: str | None = "title",
-) -> Iterator[Document]:
-    """Stream a corpus from JSONL (optionally ``.gz``; BEIR's ``corpus.jsonl`` works), Parquet or CSV.
-
-    Records are read one at a time (Parquet one record batch at a time), so memory does not grow
-    with the corpus apart from the ids kept to catch duplicates. The id comes from the first of
-    ``id_fields`` a record has; the text from ``text_field`` (default: the first of
-    :data:`TEXT_FIELDS` the record has); the title, when records have one, from ``title_field``.
-    A ``null`` text or title is read as ``""`` (a document without text passes through with
-    nothing to diagnose). Each document keeps its record as read (:attr:`Document.record`).
-
-    Raises:
-        ArgusInputError: The file is missing or malformed, a record lacks an id or has a non-string
-            text, an id repeats (the message names file and line), or none of the first 1,000
-            records (or of all, in a shorter file) has a text field (the message lists the fields
-            it saw). Raised when the iteration reaches the record, after the documents before it
-            were yielded.
-    """
-    p = Path(path)
-    _check_exists(p)
-    _, rows = _entity_rows(p)
-    first_at: dict[str, str] = {}
-    names = (text_field,) if text_field else TEXT_FIELDS
-    with_text, n = False, 0
-    seen: dict[str, None] = {}  # the fields of records without text, in order of appearance
-    for where, rec in rows:
-        n += 1
-        key = next((f for f in id_fields if rec.get(f) not in (None, "")), None)
-        if key is None:
-            raise ArgusInputError(f"{where}: no document id (looked for {list(id_fields)})")
-        doc_id = _as_id(rec[key], key, where)
-        field_name = next((f for f in names if f in rec), names[0])
-        if field_name in rec:
-            with_text = True
-        elif not with_text:
-            seen.update(dict.fromkeys(rec))
-            if n >= _TEXT_CHECK_RECORDS:
-                _no_text_field(p, names, seen, n)
-        text = rec.get(field_name)
-        if text is None:
-            text = ""
-        if not isinstance(text, str):
-            raise ArgusInputError(
-                f"{where}: {field_name!r} of document {doc_id!r} is {type(text).__name__}, not text"
-            )
-        if doc_id in first_at:
-            raise ArgusInputError(
-                f"{where}: duplicate document id {doc_id!r} (first at {first_at[doc_id]})"
-            )
-        title = rec.get(title_field) if title_field else None
-        if title is None:
-            title = ""
-        if not isinstance(title, str):
-            raise ArgusInputError(
-                f"{where}: {title_field!r} of document {doc_id!r} is {type(title).__name__}, not text"
-            )
-        first_at[doc_id] = where
-        yield Document(doc_id, text, where, title, rec)
-    if n and not with_text:
-        _no_text_field(p, names, seen, n)
-
-
-def _no_text_field(path: Path, names: Sequence[str], seen: Mapping[str, None], n: int) -> None:
-    looked = " or ".join(repr(f) for f in names)
-    raise ArgusInputError(
-        f"{path}: none of the first {n} records has a text field (looked for {looked}; the "
-        f"records have {', '.join(repr(k) for k in seen) or 'no fields'})"
-    )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from argus_ir.audit.entities import EntityGraph
+from argus_ir.errors import ArgusInputError
 
 __all__ = [
     "PairStats",
@@ -126,7 +127,7 @@ def pair_stats(
         One row per pair, grouped by query.
     """
     if vectors.shape[0] != graph.n:
-        raise ValueError(f"{vectors.shape[0]} vectors for a graph of {graph.n} entities")
+        raise ArgusInputError(f"{vectors.shape[0]} vectors for a graph of {graph.n} entities")
     unit = normalize_rows(vectors)
     target, query = _pairs(graph, None if targets is None else np.asarray(targets))
     score = np.empty(target.size, dtype=np.float32)
@@ -291,6 +292,6 @@ def variance_reliability(stats: PairStats, hits: np.ndarray) -> float:
 
 def _check_k_n(k: int, n_neutrals: int) -> None:
     if n_neutrals < 2:
-        raise ValueError(f"the pool size N must be at least 2, got {n_neutrals}")
+        raise ArgusInputError(f"the pool size N must be at least 2, got {n_neutrals}")
     if not 1 <= k <= n_neutrals:
-        raise ValueError(f"k must be in [1, N={n_neutrals}], got {k}")
+        raise ArgusInputError(f"k must be in [1, N={n_neutrals}], got {k}")

@@ -8,6 +8,7 @@ from typing import Any
 from argus_ir._optional import require
 from argus_ir.encoder.base import EncoderInfo, TokenEncoder
 from argus_ir.encoder.models import canonical_id, resolve_model
+from argus_ir.errors import ArgusInputError
 
 __all__ = ["SentenceTransformerEncoder", "TransformersEncoder", "load_encoder", "pick_device"]
 
@@ -78,7 +79,7 @@ class SentenceTransformerEncoder(TokenEncoder):
             elif name == "Normalize":
                 normalize = True
         if pooling_mode not in ("mean", "cls"):
-            raise ValueError(
+            raise ArgusInputError(
                 f"{model!r} pools documents by {pooling_mode!r}; argus supports 'mean' and 'cls'"
             )
         max_length = int(first.max_seq_length or self.tokenizer.model_max_length)
@@ -142,13 +143,13 @@ class TransformersEncoder(TokenEncoder):
     ) -> None:
         super().__init__(batch_size=batch_size, stride=stride, precision=precision)
         if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+            raise ArgusInputError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         tr = require("transformers", "transformers")
         path = resolve_model(model)
         self.device = pick_device(device)
         self.tokenizer = tr.AutoTokenizer.from_pretrained(str(path))
         if not getattr(self.tokenizer, "is_fast", False):
-            raise ValueError(f"{model!r} has no fast tokenizer; character offsets need one")
+            raise ArgusInputError(f"{model!r} has no fast tokenizer; character offsets need one")
         self.model = tr.AutoModel.from_pretrained(str(path)).to(self.device).eval()
         limit = max_length or min(int(self.tokenizer.model_max_length), 512)
         self.info = EncoderInfo(
@@ -188,5 +189,5 @@ def load_encoder(
         elif backend == "transformers":
             _CACHE[key] = TransformersEncoder(model, **kwargs)  # type: ignore[arg-type]
         else:
-            raise ValueError(f"backend must be 'st' or 'transformers', got {backend!r}")
+            raise ArgusInputError(f"backend must be 'st' or 'transformers', got {backend!r}")
     return _CACHE[key]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from argus_ir.encoder.windows import Window, assign_tokens, plan_windows
+from argus_ir.errors import ArgusInputError
 
 __all__ = [
     "PRECISIONS",
@@ -74,7 +75,7 @@ def _cpu_flags() -> set[str]:
 def resolve_precision(precision: str, device: str) -> str:
     """``"fp32"`` or ``"bf16"``: ``precision`` itself, or what ``"auto"`` means on ``device``."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        raise ArgusInputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "auto":
         return "bf16" if native_bf16(device) else "fp32"
     return precision
@@ -128,14 +129,14 @@ class EncodedText:
                 whitespace, say).
         """
         if not 0 <= start < end <= len(self.text):
-            raise ValueError(
+            raise ArgusInputError(
                 f"character span [{start}, {end}) is not inside a text of length {len(self.text)}"
             )
         tok_start = self.offsets[:, 0]
         tok_end = self.offsets[:, 1]
         hit = np.nonzero((tok_start < end) & (tok_end > start) & (tok_end > tok_start))[0]
         if hit.size == 0:
-            raise ValueError(
+            raise ArgusInputError(
                 f"character span [{start}, {end}) {self.text[start:end]!r} covers no token"
             )
         return int(hit[0]), int(hit[-1]) + 1
@@ -172,9 +173,9 @@ class TokenEncoder:
         self, batch_size: int = 64, stride: int | None = None, precision: str = "fp32"
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise ArgusInputError(f"batch_size must be positive, got {batch_size}")
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+            raise ArgusInputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.batch_size = batch_size
         self.stride = stride
         self._requested_precision = precision

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from argus_ir.errors import ArgusInputError
 from argus_ir.io import atomic_path
 
 __all__ = ["VectorCache", "cached_vectors", "span_key", "text_key"]
@@ -62,7 +63,7 @@ class VectorCache:
                 with np.load(shard, allow_pickle=False) as z:
                     keys, vecs = z["keys"], z["vectors"]
                 if vecs.ndim != 2 or vecs.shape[1] != dim:
-                    raise ValueError(
+                    raise ArgusInputError(
                         f"{shard} holds vectors of shape {vecs.shape}, expected dim {dim}"
                     )
                 self._data.update(zip(keys.tolist(), vecs))
@@ -129,7 +130,7 @@ def cached_vectors(
     from tqdm.auto import tqdm
 
     if len(texts) != len(keys):
-        raise ValueError(f"{len(texts)} texts but {len(keys)} keys")
+        raise ArgusInputError(f"{len(texts)} texts but {len(keys)} keys")
     rows: list[np.ndarray | None] = [cache.get(k) if cache is not None else None for k in keys]
     missing: dict[str, list[int]] = {}  # a text that occurs twice is embedded once
     for i, row in enumerate(rows):

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from argus_ir.errors import ArgusInputError
+
 __all__ = ["Window", "assign_tokens", "plan_windows"]
 
 
@@ -44,12 +46,12 @@ def plan_windows(n_tokens: int, width: int, stride: int | None = None) -> list[W
         [Window(start=0, end=4), Window(start=2, end=6), Window(start=4, end=8), Window(start=6, end=10)]
     """
     if width < 1:
-        raise ValueError(f"window width must be positive, got {width}")
+        raise ArgusInputError(f"window width must be positive, got {width}")
     if n_tokens <= width:
         return [Window(0, n_tokens)]
     step = stride if stride is not None else max(1, (3 * width) // 4)
     if not 1 <= step <= width:
-        raise ValueError(f"stride must be in [1, {width}], got {step}")
+        raise ArgusInputError(f"stride must be in [1, {width}], got {step}")
     starts = list(range(0, n_tokens - width, step))
     starts.append(n_tokens - width)  # the last window ends exactly at the text's end
     return [Window(s, s + width) for s in starts]

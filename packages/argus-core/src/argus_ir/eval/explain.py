@@ -6,6 +6,8 @@ query (sources folded as :func:`argus_ir.collapse.collapse` folds them, each wit
 entry that gave its score) and what is known of every entry (:class:`EntryInfo`), and records each
 source that entered or left the top ``k`` (:class:`MovedSource`) with one mechanism and any number
 of flags. :func:`summarize` counts them over a dataset; :func:`explain_markdown` writes the report.
+The records live in :mod:`argus_ir.eval.explain_records` and the report in
+:mod:`argus_ir.eval.explain_report`; this module exports them too.
 
 Only sources that cross the top-``k`` boundary are recorded: a query can lose nDCG@10 by a
 reordering inside the top 10 alone (:func:`summarize` counts such queries).
@@ -60,13 +62,35 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
 
-from argus_ir.collapse import SOURCE_KEY
 from argus_ir.errors import ArgusInputError
+from argus_ir.eval.explain_records import (
+    ENTRY_KINDS,
+    EXCERPT_CHARS,
+    FLAGS,
+    HIDDEN,
+    LIFTS_RELEVANT,
+    LIFTS_UNRELATED,
+    MECHANISMS,
+    NAMES_PASSAGE,
+    ORIGINAL_ENTERED,
+    OUTCOMES,
+    RELEVANT_FELL,
+    RELEVANT_PUSHED,
+    SCORE_TOLERANCE,
+    UNRELATED_FELL,
+    UNRELATED_PUSHED,
+    WRONG_SENSE,
+    EntryInfo,
+    MovedSource,
+    QueryExplanation,
+    Ranking,
+)
+from argus_ir.eval.explain_report import explain_markdown
+from argus_ir.remedy import ORIGINAL
 from argus_ir.text.grounding import normalize
 
 __all__ = [
@@ -85,305 +109,7 @@ __all__ = [
     "summarize",
 ]
 
-ORIGINAL = "original"
-ENTRY_KINDS = (ORIGINAL, "expansion", "merged", "descriptor", "focus", "synthesis")
-"""What an index entry can be: an original document or a view of one remedy."""
-
-LIFTS_RELEVANT = "view lifts relevant"
-LIFTS_UNRELATED = "view lifts unrelated"
-ORIGINAL_ENTERED = "original entered"
-RELEVANT_FELL = "relevant fell"
-RELEVANT_PUSHED = "relevant pushed out"
-UNRELATED_FELL = "unrelated fell"
-UNRELATED_PUSHED = "unrelated pushed out"
-MECHANISMS = (
-    LIFTS_RELEVANT,
-    LIFTS_UNRELATED,
-    ORIGINAL_ENTERED,
-    RELEVANT_FELL,
-    RELEVANT_PUSHED,
-    UNRELATED_FELL,
-    UNRELATED_PUSHED,
-)
-"""The mechanism vocabulary (the module docstring gives each rule)."""
-
-NAMES_PASSAGE = "query names the passage"
-WRONG_SENSE = "wrong-sense passage"
-HIDDEN = "hidden view"
-FLAGS = (NAMES_PASSAGE, WRONG_SENSE, HIDDEN)
-"""Flags of a move scored by a view (the module docstring gives each rule)."""
-
-OUTCOMES = ("lost", "gained", "unchanged", "unscored")
-"""How a query's metric changed (``"unscored"``: no metric values given)."""
-
-SCORE_TOLERANCE = 1e-6
-"""A score lower than the original's by at most this is not lower: the same vector scored in two
-index matrices can differ in its last bits."""
-
-EXCERPT_CHARS = 200
-"""Characters of passage text an :class:`EntryInfo` built by :meth:`EntryInfo.from_metadata` keeps."""
-
-Ranking = Sequence[tuple[str, float, str]]
-"""``(source id, folded score, id of the entry that gave the score)``, best first."""
-
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
-_WS = re.compile(r"\s+")
-
-
-@dataclass(frozen=True)
-class EntryInfo:
-    """What is known of one index entry: an original document or one of its views.
-
-    Attributes:
-        entry_id: The entry's id in the index.
-        source_id: The document it belongs to (an original is its own source).
-        kind: ``"original"`` or the remedy that made the view (:data:`ENTRY_KINDS`).
-        entity: The flagged surface form(s), ``"|"``-joined as in the view's ``argus_entity``.
-        kb_id: The KB passage id(s), ``"|"``-joined as in ``argus_kb_id``.
-        passage_title: The title of the (first) KB passage.
-        passage_excerpt: The start of that passage's text.
-        hidden: The source alone fills the retriever's input window, so the view is truncated
-            before its added text.
-
-    Raises:
-        ArgusInputError: An unknown ``kind``, an empty id, or an original whose id is not its
-            source's.
-
-    Example:
-        >>> EntryInfo("d1#v0", "d1", "expansion", entity="Obama", kb_id="Barack Obama").is_view
-        True
-    """
-
-    entry_id: str
-    source_id: str
-    kind: str
-    entity: str = ""
-    kb_id: str = ""
-    passage_title: str = ""
-    passage_excerpt: str = ""
-    hidden: bool = False
-
-    def __post_init__(self) -> None:
-        if self.kind not in ENTRY_KINDS:
-            raise ArgusInputError(
-                f"entry {self.entry_id!r}: kind must be one of {ENTRY_KINDS}, got {self.kind!r}"
-            )
-        if not self.entry_id or not self.source_id:
-            raise ArgusInputError(
-                f"an entry needs an entry id and a source id, got {self.entry_id!r} of "
-                f"{self.source_id!r}"
-            )
-        if self.kind == ORIGINAL and self.entry_id != self.source_id:
-            raise ArgusInputError(
-                f"entry {self.entry_id!r} is an original but names source {self.source_id!r}; "
-                "an original is its own source"
-            )
-
-    @property
-    def is_view(self) -> bool:
-        """Whether the entry is a view (anything but the original)."""
-        return self.kind != ORIGINAL
-
-    @property
-    def surfaces(self) -> tuple[str, ...]:
-        """The entity surface forms, one each."""
-        return tuple(s for s in self.entity.split("|") if s.strip())
-
-    @classmethod
-    def from_metadata(
-        cls,
-        entry_id: str,
-        metadata: Mapping[str, Any] | None,
-        *,
-        passages: Mapping[str, Any] | Callable[[str], Any] | None = None,
-        hidden: bool = False,
-    ) -> EntryInfo:
-        """Read an entry's lineage as :class:`~argus_ir.remedy.View` metadata carries it.
-
-        Args:
-            entry_id: The entry's id.
-            metadata: Its metadata (``argus_source_id``, ``argus_view``, ``argus_entity``,
-                ``argus_kb_id``); ``None`` or no ``argus_view`` reads as an original.
-            passages: KB passage id -> passage (anything with ``title`` and ``text``, such as
-                :class:`~argus_ir.kb.Passage`), as a mapping or a function returning ``None``
-                for an unknown id, for the title and excerpt of the first passage.
-            hidden: Whether the view is cut before its added text.
-
-        Raises:
-            ArgusInputError: As the class does (a view without ``argus_view`` reads as an
-                original of another source).
-
-        Example:
-            >>> meta = {"argus_source_id": "d1", "argus_view": "expansion", "argus_entity": "Obama"}
-            >>> EntryInfo.from_metadata("d1#v0", meta).source_id
-            'd1'
-        """
-        meta = metadata or {}
-        source = meta.get(SOURCE_KEY)
-        source_id = entry_id if source in (None, "") else str(source)
-        kb_id = str(meta.get("argus_kb_id") or "")
-        title = excerpt = ""
-        first = kb_id.split("|")[0]
-        passage = None
-        if first and passages is not None:
-            passage = passages(first) if callable(passages) else passages.get(first)
-        if passage is not None:
-            title = str(passage.title)
-            excerpt = _excerpt(str(passage.text), EXCERPT_CHARS)
-        return cls(
-            entry_id,
-            source_id,
-            str(meta.get("argus_view") or ORIGINAL),
-            str(meta.get("argus_entity") or ""),
-            kb_id,
-            title,
-            excerpt,
-            hidden,
-        )
-
-
-@dataclass(frozen=True)
-class MovedSource:
-    """One source that entered or left a query's top ``k`` under the remedy.
-
-    Attributes:
-        source_id: The source document.
-        direction: ``"in"`` (entered the top ``k``) or ``"out"`` (left it).
-        mechanism: One of :data:`MECHANISMS`.
-        grade: Its relevance grade for the query (0 when unjudged).
-        rank_before: Its 1-based rank in the original index (``None``: beyond the ranking).
-        rank_after: Its rank under the remedy (``None``: beyond the ranking).
-        score_before: Its score in the original index, i.e. its original's score.
-        score_after: Its folded score under the remedy.
-        entry: The entry that gave ``score_after`` (``None`` when the source is beyond the
-            remedy's ranking).
-        margin: ``score_after - score_before`` when ``entry`` is a view and both are known: by how
-            much the view beat the source's own original (after any view discount the folding
-            applied, since both are folded scores).
-        flags: Any of :data:`FLAGS`.
-    """
-
-    source_id: str
-    direction: str
-    mechanism: str
-    grade: int
-    rank_before: int | None
-    rank_after: int | None
-    score_before: float | None
-    score_after: float | None
-    entry: EntryInfo | None
-    margin: float | None = None
-    flags: tuple[str, ...] = ()
-
-    @property
-    def relevant(self) -> bool:
-        """Whether the source is relevant to the query (grade above 0)."""
-        return self.grade > 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``entry`` as a dict or ``None``)."""
-        out = asdict(self)
-        out["flags"] = list(self.flags)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MovedSource:
-        """Read back :meth:`to_dict`."""
-        entry = data.get("entry")
-        return cls(
-            **{
-                **data,
-                "entry": None if entry is None else EntryInfo(**entry),
-                "flags": tuple(data.get("flags", ())),
-            }
-        )
-
-
-@dataclass(frozen=True)
-class QueryExplanation:
-    """Why one query's metric changed: the sources that crossed its top-``k`` boundary.
-
-    Attributes:
-        qid: The query id.
-        query: The query text.
-        k: The cut-off.
-        moved: Sources that entered (by rank under the remedy), then sources that left (by rank
-            under the remedy, those beyond its ranking last).
-        before_metric: The query's metric on the original index (``None``: not given).
-        after_metric: Its metric under the remedy.
-        metric: The metric's name (``""``: not given).
-
-    Example:
-        >>> QueryExplanation("q1", "text", 10, (), 0.5, 0.25, "nDCG@10").delta
-        -0.25
-    """
-
-    qid: str
-    query: str
-    k: int
-    moved: tuple[MovedSource, ...] = ()
-    before_metric: float | None = None
-    after_metric: float | None = None
-    metric: str = ""
-
-    @property
-    def delta(self) -> float | None:
-        """``after_metric - before_metric`` (``None`` unless both are known)."""
-        if self.before_metric is None or self.after_metric is None:
-            return None
-        return self.after_metric - self.before_metric
-
-    @property
-    def entered(self) -> tuple[MovedSource, ...]:
-        """The sources that entered the top ``k``."""
-        return tuple(m for m in self.moved if m.direction == "in")
-
-    @property
-    def left(self) -> tuple[MovedSource, ...]:
-        """The sources that left the top ``k``."""
-        return tuple(m for m in self.moved if m.direction == "out")
-
-    def outcome(self, tolerance: float = 0.0) -> str:
-        """``"lost"``, ``"gained"``, ``"unchanged"`` (``|delta| <= tolerance``) or ``"unscored"``."""
-        delta = self.delta
-        if delta is None:
-            return "unscored"
-        if delta < -tolerance:
-            return "lost"
-        return "gained" if delta > tolerance else "unchanged"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields, with ``delta``."""
-        return {
-            "qid": self.qid,
-            "query": self.query,
-            "k": self.k,
-            "metric": self.metric,
-            "before_metric": self.before_metric,
-            "after_metric": self.after_metric,
-            "delta": self.delta,
-            "moved": [m.to_dict() for m in self.moved],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> QueryExplanation:
-        """Read back :meth:`to_dict`.
-
-        Raises:
-            ArgusInputError: A field is missing (the message names it).
-        """
-        try:
-            return cls(
-                str(data["qid"]),
-                data["query"],
-                int(data["k"]),
-                tuple(MovedSource.from_dict(m) for m in data["moved"]),
-                data.get("before_metric"),
-                data.get("after_metric"),
-                data.get("metric", ""),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ArgusInputError(f"not a query explanation: {exc!r} ({sorted(data)})") from None
 
 
 def explain_query(
@@ -592,15 +318,6 @@ def _finite(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _excerpt(text: str, limit: int) -> str:
-    """The start of ``text``, whitespace collapsed, cut at a word within ``limit`` characters."""
-    flat = _WS.sub(" ", text).strip()
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
-    return cut.rstrip() + "…"
-
-
 def summarize(
     explanations: Iterable[QueryExplanation], *, tolerance: float = 1e-9, top: int = 10
 ) -> dict[str, Any]:
@@ -691,136 +408,3 @@ def summarize(
         "metric": (metrics.pop() or None) if len(metrics) == 1 else None,
         "tolerance": tolerance,
     }
-
-
-def explain_markdown(
-    explanations: Sequence[QueryExplanation], summary: Mapping[str, Any], *, limit: int = 20
-) -> str:
-    """A Markdown report: the mechanism counts, then the queries that lost and gained most.
-
-    Args:
-        explanations: One per query.
-        summary: :func:`summarize` of the same explanations (its ``tolerance`` decides which
-            queries lost or gained).
-        limit: Queries listed in each of the two sections.
-
-    Returns:
-        The report: counts of mechanisms and flags by the outcome of their query, the unrelated
-        lifts' most frequent passages, then the ``limit`` largest losses and the ``limit`` largest
-        gains, each with a table of its moved sources.
-
-    Raises:
-        ArgusInputError: A negative ``limit``.
-    """
-    if limit < 0:
-        raise ArgusInputError(f"limit must be >= 0, got {limit}")
-    tolerance = float(summary.get("tolerance", 0.0))
-    k = summary.get("k")
-    metric = summary.get("metric") or "metric"
-    cut = f"top {k}" if k is not None else "top k"
-    lines = [
-        "# Why queries moved",
-        "",
-        f"{summary['queries']} queries: {summary['lost']} lost, {summary['gained']} gained, "
-        f"{summary['unchanged']} unchanged ({metric}, tolerance {tolerance:g})"
-        + (f", {summary['unscored']} without metric values" if summary.get("unscored") else "")
-        + f". {summary['moves']} sources moved into or out of the {cut}. "
-        f"{summary['lost_without_moves']} losses and {summary['gained_without_moves']} gains "
-        f"come from reordering inside the {cut} alone.",
-        "",
-    ]
-    columns = [c for c in OUTCOMES if c != "unscored" or summary.get("unscored")]
-    for title, key in (("mechanism", "mechanisms"), ("flag (moves scored by a view)", "flags")):
-        rows = [(name, row) for name, row in summary[key].items() if row.get("all")]
-        if not rows:
-            continue
-        lines += [
-            f"| {title} | " + " | ".join(f"{c} queries" for c in columns) + " | all |",
-            "|---" * (len(columns) + 2) + "|",
-        ]
-        lines += [
-            f"| {name} | " + " | ".join(str(row.get(c, 0)) for c in columns) + f" | {row['all']} |"
-            for name, row in rows
-        ]
-        lines.append("")
-    lifts = summary["unrelated_lifts"]
-    if lifts["moves"]:
-        share = lifts["query_names_passage_share"]
-        lines += [
-            f"Unrelated sources lifted by a view: {lifts['moves']}, through {lifts['passages']} "
-            f"distinct passages and {lifts['entities']} distinct entities; the query names the "
-            f"passage in {lifts['query_names_passage']} ({share:.0%}). Most frequent passages: "
-            + ", ".join(f"{_md(p['title'])} ({p['moves']})" for p in lifts["top_passages"])
-            + ".",
-            "",
-        ]
-    scored = [ex for ex in explanations if ex.delta is not None]
-    losses = sorted(
-        (ex for ex in scored if ex.outcome(tolerance) == "lost"),
-        key=lambda ex: (ex.delta or 0.0, ex.qid),
-    )
-    gains = sorted(
-        (ex for ex in scored if ex.outcome(tolerance) == "gained"),
-        key=lambda ex: (-(ex.delta or 0.0), ex.qid),
-    )
-    for heading, chosen in (("Largest losses", losses), ("Largest gains", gains)):
-        if not chosen or not limit:
-            continue
-        lines += [f"## {heading}", ""]
-        for ex in chosen[:limit]:
-            lines += _query_section(ex)
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _query_section(ex: QueryExplanation) -> list[str]:
-    name = ex.metric or "metric"
-    lines = [
-        f"### {_md(ex.qid)}: {name} {ex.before_metric:.4f} -> {ex.after_metric:.4f} "
-        f"({ex.delta:+.4f})",
-        "",
-        f"Query: {_md(ex.query)}",
-        "",
-    ]
-    if not ex.moved:
-        return [*lines, f"No source crossed the top {ex.k}; the ranking changed inside it.", ""]
-    head = [
-        "source",
-        "rank before -> after",
-        "grade",
-        "mechanism",
-        "entry",
-        "entity",
-        "passage",
-        "score before -> after",
-        "view - original",
-    ]
-    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    for m in ex.moved:
-        info = m.entry
-        mechanism = "; ".join((m.mechanism, *m.flags))
-        cells = [
-            m.source_id,
-            f"{_rank(m.rank_before)} -> {_rank(m.rank_after)}",
-            str(m.grade),
-            mechanism,
-            "" if info is None else info.kind,
-            "" if info is None else info.entity,
-            "" if info is None else info.passage_title,
-            f"{_score(m.score_before)} -> {_score(m.score_after)}",
-            "" if m.margin is None else f"{m.margin:+.4f}",
-        ]
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-    return [*lines, ""]
-
-
-def _rank(rank: int | None) -> str:
-    return "-" if rank is None else str(rank)
-
-
-def _score(score: float | None) -> str:
-    return "?" if score is None else f"{score:.4f}"
-
-
-def _md(text: str) -> str:
-    """One line of table-safe Markdown."""
-    return _WS.sub(" ", text).strip().replace("|", "\\|")

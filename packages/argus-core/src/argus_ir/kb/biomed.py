@@ -29,7 +29,7 @@ from pathlib import Path
 
 from argus_ir._optional import is_available
 from argus_ir.errors import ArgusInputError, MissingExtraError
-from argus_ir.kb import DEFAULT_K_AUG, Passage
+from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
 from argus_ir.text.grounding import normalize
 
 __all__ = ["ID_PREFIX", "PhenotypeKB", "biomed_available"]

@@ -33,7 +33,7 @@ import numpy as np
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import (  # one KB family: the card and index names are the in-memory KB's
+from argus_ir.kb.reference import (  # one KB family: the card and index names are the in-memory KB's
     _CARD,
     _INDEX,
     DEFAULT_K_AUG,
@@ -333,7 +333,7 @@ class DiskKB:
 def load_kb_folder(folder: str | os.PathLike[str]) -> Any:
     """Open a KB folder of either kind: a :class:`DiskKB` (``argus kb build``) or a
     :class:`~argus_ir.kb.ReferenceKB` saved with :meth:`~argus_ir.kb.ReferenceKB.save`."""
-    from argus_ir.kb import ReferenceKB
+    from argus_ir.kb.reference import ReferenceKB
 
     src = Path(folder)
     if read_card(src).get("layout") == LAYOUT:

@@ -29,7 +29,7 @@ from typing import IO, Any
 from urllib.parse import unquote
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import Passage
+from argus_ir.kb.reference import Passage
 from argus_ir.text.grounding import normalize
 
 __all__ = [
@@ -206,11 +206,11 @@ def read_dbpedia(path: str | Path, *, language: str = "en") -> Iterator[Record]:
 def read_passages(path: str | Path) -> Iterator[Record]:
     """Passages of a JSONL / Parquet / CSV file (``id``, ``title``, ``text``, optional
     ``description`` and ``aliases``), as :meth:`argus_ir.kb.ReferenceKB.from_file` reads them."""
-    from argus_ir.audit.loaders import _check_exists, _entity_rows
+    from argus_ir.tables import check_exists, table_rows
 
     p = Path(path)
-    _check_exists(p)
-    _, rows = _entity_rows(p)
+    check_exists(p)
+    _, rows = table_rows(p)
     for where, rec in rows:
         for f in ("title", "text"):
             if not isinstance(rec.get(f), str):

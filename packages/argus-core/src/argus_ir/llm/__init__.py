@@ -12,6 +12,7 @@ All decode greedily by default (temperature 0, fixed seed). A failed prompt neve
 :meth:`LLM.generate`: it comes back as a :class:`Generation` whose ``error`` says what went wrong.
 """
 
+from argus_ir.errors import ArgusInputError
 from argus_ir.llm.base import LLM, Generation, LLMSettings
 from argus_ir.llm.cache import CallCache, cached_generate
 from argus_ir.llm.http import OpenAICompatibleLLM
@@ -48,10 +49,12 @@ def load_llm(spec: str, **kwargs: object) -> LLM:
     if name == "openai":
         url, _, model = rest.rpartition("@") if "@" in rest else (rest, "", "")
         if not url:
-            raise ValueError(f"LLM spec {spec!r}: expected openai:BASE_URL[@MODEL]")
+            raise ArgusInputError(f"LLM spec {spec!r}: expected openai:BASE_URL[@MODEL]")
         return OpenAICompatibleLLM(url, model or "default", **kwargs)  # type: ignore[arg-type]
     if name == "vllm":
         if not rest:
-            raise ValueError(f"LLM spec {spec!r}: expected vllm:MODEL")
+            raise ArgusInputError(f"LLM spec {spec!r}: expected vllm:MODEL")
         return VLLMEngine(rest, **kwargs)  # type: ignore[arg-type]
-    raise ValueError(f"unknown LLM backend {name!r} in {spec!r} (transformers, openai or vllm)")
+    raise ArgusInputError(
+        f"unknown LLM backend {name!r} in {spec!r} (transformers, openai or vllm)"
+    )

@@ -7,6 +7,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from argus_ir.errors import ArgusInputError
+
 __all__ = ["LLM", "Generation", "LLMSettings"]
 
 
@@ -26,9 +28,9 @@ class LLMSettings:
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+            raise ArgusInputError(f"temperature must be >= 0, got {self.temperature}")
         if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+            raise ArgusInputError(f"max_tokens must be >= 1, got {self.max_tokens}")
 
 
 @dataclass(frozen=True)

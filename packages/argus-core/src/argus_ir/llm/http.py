@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from argus_ir.errors import ArgusInputError
 from argus_ir.llm.base import LLM, Generation, LLMSettings
 
 __all__ = ["OpenAICompatibleLLM"]
@@ -61,9 +62,9 @@ class OpenAICompatibleLLM(LLM):
         max_tokens: int = 1024,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+            raise ArgusInputError(f"base_url must start with http:// or https://, got {base_url!r}")
         if timeout <= 0 or max_retries < 0 or backoff < 0 or concurrency < 1:
-            raise ValueError(
+            raise ArgusInputError(
                 "need timeout > 0, max_retries >= 0, backoff >= 0 and concurrency >= 1 "
                 f"(got {timeout}, {max_retries}, {backoff}, {concurrency})"
             )

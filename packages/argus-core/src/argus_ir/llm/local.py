@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from argus_ir._optional import require
-from argus_ir.errors import MissingExtraError
+from argus_ir.errors import ArgusInputError, MissingExtraError
 from argus_ir.llm.base import LLM, Generation, LLMSettings
 
 __all__ = ["SMOLLM2_GGUF", "TransformersLLM", "smollm2_gguf"]
@@ -128,7 +128,9 @@ class TransformersLLM(LLM):
         if limit and ids.shape[1] + max_tokens > limit:
             max_tokens = limit - ids.shape[1]
             if max_tokens < 1:
-                raise ValueError(f"prompt of {ids.shape[1]} tokens exceeds the context of {limit}")
+                raise ArgusInputError(
+                    f"prompt of {ids.shape[1]} tokens exceeds the context of {limit}"
+                )
         ids = ids.to(model.device)
         sample = self.settings.temperature > 0
         torch.manual_seed(self.settings.seed)

@@ -22,7 +22,14 @@ from argus_ir.probes.base import DISPLAY_NAMES, FAMILIES, as_matrix, check_label
 from argus_ir.probes.metrics import all_metrics, baselines
 from argus_ir.probes.sweep import SweepRow, resolve_families, run_sweep, sweep_configs
 
-__all__ = ["EntitySplit", "ProbeTrainingResult", "split_by_entity", "train_probe"]
+__all__ = [
+    "EntitySplit",
+    "ProbeTrainingResult",
+    "audit_card_fields",
+    "split_by_entity",
+    "train_probe",
+    "train_probe_on_audit",
+]
 
 _CARD_FIELDS = (
     "retriever_id",
@@ -134,6 +141,13 @@ class _AuditLike(Protocol):
     def encoder(self) -> Any: ...
 
     def label(self, k: int, kind: str = ...) -> np.ndarray: ...
+
+
+class _TrainableAudit(_AuditLike, Protocol):
+    """What :func:`train_probe_on_audit` reads from an audit: also its settings (the pool size)."""
+
+    @property
+    def settings(self) -> Any: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -351,4 +365,61 @@ def train_probe(
         test_ids=[ids[i] for i in split.test],
         test_y=yte,
         test_pred=preds[winner],
+    )
+
+
+def audit_card_fields(
+    audit: _TrainableAudit, k: int, *, label_kind: str = "empirical", tau: float = 0.3
+) -> dict[str, Any]:
+    """The ``card_fields`` of a probe trained on an audit's RPS at ``k``.
+
+    The retriever, pooling and dimension come from the audit's encoder, the pool size from its
+    settings and the data fingerprint from its data, so the card ties the probe to the embedding
+    space and the entities it learned from.
+
+    Args:
+        audit: The :class:`~argus_ir.audit.AuditResult` trained on.
+        k: The audited budget whose RPS is the label.
+        label_kind: ``"empirical"`` (sampled pools, the paper's) or ``"expected"``.
+        tau: The flagging threshold to record.
+    """
+    return {
+        "retriever_id": audit.encoder.retriever_id,
+        "pooling": audit.encoder.pooling,
+        "dim": audit.encoder.dim,
+        "k": k,
+        "n_neutrals": audit.settings.n_neutrals,
+        "tau": tau,
+        "label_kind": label_kind,
+        "data_fingerprint": audit.data_fingerprint,
+    }
+
+
+def train_probe_on_audit(
+    audit: _TrainableAudit,
+    k: int,
+    *,
+    label_kind: str = "empirical",
+    tau: float = 0.3,
+    families: Sequence[str] | None = None,
+    budget: str = "cpu",
+    seed: int = 0,
+    show_progress: bool = True,
+) -> ProbeTrainingResult:
+    """:func:`train_probe` on an audit's mention vectors and RPS at ``k``, its card filled in by
+    :func:`audit_card_fields` (what ``argus train-probe`` and ``argus demo`` train).
+
+    Raises:
+        ValueError: ``k`` was not audited (the audit's ``label`` says which were).
+        ArgusInputError: As :func:`train_probe`.
+    """
+    return train_probe(
+        audit.vectors,
+        audit.label(k, label_kind),
+        audit.ids,
+        families=families,
+        budget=budget,
+        seed=seed,
+        show_progress=show_progress,
+        card_fields=audit_card_fields(audit, k, label_kind=label_kind, tau=tau),
     )

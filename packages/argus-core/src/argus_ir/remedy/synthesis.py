@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from string import Template
 
+from argus_ir import prompts
 from argus_ir.kb import Passage
 
 __all__ = [
@@ -47,12 +47,11 @@ _FENCE = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
 
 
 def load_prompt(version: str = PROMPT_VERSION) -> Template:
-    """The prompt template of ``version`` (a file in ``argus_ir/prompts``)."""
-    try:
-        text = resources.files("argus_ir").joinpath(f"prompts/{version}.txt").read_text("utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"unknown prompt version {version!r}") from None
-    return Template(text)
+    """The prompt template of ``version`` (a file in ``argus_ir/prompts``).
+
+    Kept for callers of this module: :func:`argus_ir.prompts.load_prompt` does the reading.
+    """
+    return prompts.load_prompt(version)
 
 
 def build_prompt(

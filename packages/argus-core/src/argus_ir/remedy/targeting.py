@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from argus_ir.diagnose import Diagnosis
+from argus_ir.errors import ArgusInputError
 
 __all__ = [
     "DEFAULT_REACH_K",
@@ -77,7 +78,7 @@ class CorpusReach:
         pool_size: int = DEFAULT_REACH_POOL,
     ) -> None:
         if k < 1 or pool_size < 1:
-            raise ValueError(f"k and pool_size must be at least 1, got {k} and {pool_size}")
+            raise ArgusInputError(f"k and pool_size must be at least 1, got {k} and {pool_size}")
         self.embed = embed
         self.k = k
         self.pool_size = pool_size
@@ -110,7 +111,7 @@ class CorpusReach:
     def score(self, diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
         """The diagnoses with each entity scored by its reach and flagged below 1 (``tau = 1``)."""
         if not self._ids:
-            raise ValueError("the reach pool is empty: add documents before scoring")
+            raise ArgusInputError("the reach pool is empty: add documents before scoring")
         pool = _unit(np.stack(self._rows))
         position = {doc_id: i for i, doc_id in enumerate(self._ids)}
         out = []

@@ -25,7 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argus_ir.collapse import SOURCE_KEY
+from argus_ir.lineage import (
+    ARGUS_KEYS,
+    VIEW_KEY,
+)
 from argus_ir.remedy import ORIGINAL, RemedyStats, View
 
 if TYPE_CHECKING:
@@ -42,18 +45,6 @@ __all__ = [
     "is_view",
     "view_metadata",
 ]
-
-ARGUS_KEYS = (
-    SOURCE_KEY,
-    "argus_view",
-    "argus_entity",
-    "argus_kb_id",
-    "argus_rps",
-    "argus_prompt",
-    "argus_llm",
-    "argus_fallback",
-)
-"""The lineage keys a view may carry (adapters keep them out of embeddings and LLM prompts)."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +116,7 @@ def content_id(text: str | None) -> str:
 
 def is_view(metadata: Mapping[str, Any] | None) -> bool:
     """Whether metadata marks an argus support view (not an original)."""
-    kind = (metadata or {}).get("argus_view")
+    kind = (metadata or {}).get(VIEW_KEY)
     return kind is not None and kind != ORIGINAL
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from argus_ir._optional import require
 from argus_ir.errors import ArgusInputError
+from argus_ir.lineage import VIEW_KEY
 from argus_ir.pipeline import Argus, as_documents
 from argus_ir.remedy import RemedyStats
 from argus_ir.runners.stream import view_record
@@ -85,7 +86,7 @@ class ArgusBatchAugmenter:
             columns["title"].append(doc.title if itself else "")
             columns["text"].append(doc.text if itself else view.text)
             columns["metadata"].append(json.dumps(row["metadata"], ensure_ascii=False))
-            original = row["metadata"].get("argus_view") == "original"
+            original = row["metadata"].get(VIEW_KEY) == "original"
             columns["argus_failure"].append(failed.get(view.id) if original else None)
         return pa.table(columns, schema=output_schema())
 
@@ -261,7 +262,7 @@ def summarize(folder: str | os.PathLike[str]) -> RaySummary:
     )
     for batch in scanner.to_batches():
         for doc_id, meta, failure in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-            if json.loads(meta).get("argus_view") == "original":
+            if json.loads(meta).get(VIEW_KEY) == "original":
                 summary.documents += 1
             else:
                 summary.views += 1

@@ -21,24 +21,32 @@ an uninterrupted run's, byte for byte.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
-from argus_ir.audit.loaders import Document, iter_documents
 from argus_ir.diagnose import Diagnosis
+from argus_ir.documents import Document, iter_documents
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import atomic_path
+from argus_ir.lineage import ARGUS_KEYS
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
-from argus_ir.runners.integration import ARGUS_KEYS
+from argus_ir.runners.checkpoint import (
+    CHECKPOINT_VERSION,
+    _chain,
+    _check_settings,
+    _exclusive,
+    _load_checkpoint,
+    _partial_paths,
+    _reopen,
+    _skip_done,
+    checkpoint_path,
+    lock_path,
+)
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -47,10 +55,9 @@ __all__ = [
     "checkpoint_path",
     "count_records",
     "iter_corpus",
+    "lock_path",
     "view_record",
 ]
-
-CHECKPOINT_VERSION = 1
 
 
 @dataclass
@@ -149,24 +156,6 @@ def _doc_row(diagnosis: Diagnosis, views: int) -> dict[str, Any]:
     }
 
 
-def _chain(digest: str, doc: Document) -> str:
-    """The running digest of the documents done, one document further (order-sensitive)."""
-    h = hashlib.sha256(digest.encode("ascii"))
-    for part in (doc.id, doc.title, doc.text):
-        h.update(b"\x00" + part.encode("utf-8", "surrogatepass"))  # lone surrogates too
-    return h.hexdigest()
-
-
-def checkpoint_path(out: str | os.PathLike[str]) -> Path:
-    """Where a run writing ``out`` keeps its checkpoint."""
-    out = Path(out)
-    return out.with_name(out.name + ".checkpoint.json")
-
-
-def _partial_paths(out: Path) -> tuple[Path, Path]:
-    return out.with_name(out.name + ".partial"), out.with_name(out.name + ".partial.docs")
-
-
 def augment_file(
     argus: Argus,
     corpus: str | os.PathLike[str],
@@ -212,47 +201,6 @@ def augment_file(
         return _run(
             argus, corpus, out_path, stats_file, card, described, total, resume, show_progress
         )
-
-
-def lock_path(out: str | os.PathLike[str]) -> Path:
-    """The lock file a run writing ``out`` holds for as long as it runs."""
-    out = Path(out)
-    return out.with_name(out.name + ".lock")
-
-
-@contextlib.contextmanager
-def _exclusive(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``out`` (and so on its partial file and checkpoint) for the run.
-
-    A second run on the same output stops at once with a message naming the process that holds
-    it. The lock is the operating system's (``flock``): a killed run releases it, and the next
-    run resumes. Where ``fcntl`` does not exist (Windows) no lock is taken.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path = lock_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise ArgusInputError(
-                f"{out} is being written by another argus run ({holder}); wait for it to finish "
-                "or choose another --out"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
-        fh.flush()
-        try:
-            yield
-        finally:
-            path.unlink(missing_ok=True)  # still held: nobody else can be inside
 
 
 def _dry_run(
@@ -382,88 +330,6 @@ def _write_batches(
             )
             with atomic_path(ckpt_file) as tmp:
                 tmp.write_text(json.dumps(state, ensure_ascii=False), "utf-8")
-
-
-def _load_checkpoint(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ArgusInputError(
-            f"{path}: unreadable checkpoint ({exc}); delete it or start over with --no-resume"
-        ) from None
-    if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
-        raise ArgusInputError(
-            f"{path}: checkpoint format {state.get('version') if isinstance(state, dict) else '?'}"
-            f" is not {CHECKPOINT_VERSION}; start over with --no-resume"
-        )
-    kinds = {
-        "documents_done": int,
-        "digest": str,
-        "out_bytes": int,
-        "rows_bytes": int,
-        "stats": dict,
-        "settings": dict,
-    }
-    wrong = [k for k, kind in kinds.items() if not isinstance(state.get(k), kind)]
-    if wrong:
-        raise ArgusInputError(
-            f"{path}: damaged checkpoint ({', '.join(wrong)} missing or of the wrong type); "
-            "delete it or start over with --no-resume"
-        )
-    state["resumed_from"] = int(state["documents_done"])
-    return state
-
-
-def _check_settings(path: Path, state: Mapping[str, Any], card: Mapping[str, Any]) -> None:
-    before = state["settings"]
-    changed = sorted(k for k in set(before) | set(card) if before.get(k) != card.get(k))
-    if changed:
-        raise ArgusInputError(
-            f"{path}: the interrupted run used other settings ({', '.join(changed)} differ); "
-            "rerun with the same settings to resume, or start over with --no-resume"
-        )
-
-
-def _skip_done(docs: Iterator[Document], done: int, digest: str, ckpt_file: Path) -> str:
-    """Read past the documents a checkpoint covers, checking they are the same ones."""
-    running = ""
-    n = 0
-    for doc in islice(docs, done):
-        running = _chain(running, doc)
-        n += 1
-    if n != done or running != digest:
-        raise ArgusInputError(
-            f"{ckpt_file}: the corpus is not the one the interrupted run read (its first {done} "
-            "documents differ); start over with --no-resume"
-        )
-    return running
-
-
-class _reopen:
-    """Open ``path`` for appending after cutting it back to ``size`` bytes (the last checkpoint)."""
-
-    def __init__(self, path: Path, size: int, ckpt_file: Path) -> None:
-        self.path, self.size, self.ckpt_file = path, size, ckpt_file
-        self.fh: IO[str] | None = None
-
-    def __enter__(self) -> IO[str]:
-        if self.size:
-            have = self.path.stat().st_size if self.path.is_file() else -1
-            if have < self.size:
-                raise ArgusInputError(
-                    f"{self.path} is shorter than {self.ckpt_file} says ({have} < {self.size} "
-                    "bytes); start over with --no-resume"
-                )
-            with open(self.path, "r+b") as raw:
-                raw.truncate(self.size)
-        self.fh = open(self.path, "a" if self.size else "w", encoding="utf-8", newline="\n")
-        return self.fh
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.fh is not None
-        self.fh.close()
 
 
 def _sync(fh: IO[str]) -> int:

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 import pytest
 
 from argus_ir.kb import Passage, ReferenceKB
-from argus_ir.runners.integration import ARGUS_KEYS, Record
+from argus_ir.lineage import ARGUS_KEYS
+from argus_ir.runners.integration import Record
 
 __all__ = ["AdapterContract", "contract_kb"]
 

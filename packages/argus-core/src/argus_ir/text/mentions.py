@@ -320,7 +320,7 @@ class LLMMentions:
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty texts and failed calls, which are counted)."""
         from argus_ir.llm.cache import cached_generate
-        from argus_ir.remedy.synthesis import load_prompt
+        from argus_ir.prompts import load_prompt
 
         checked = _check_texts(texts)
         out: list[list[Mention]] = [[] for _ in checked]

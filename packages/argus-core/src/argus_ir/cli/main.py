@@ -1,0 +1,98 @@
+"""The ``argus`` command's top-level parser and entry point: it puts every command module's
+``add_parser`` under one parser, in the order ``argus --help`` lists them, dispatches to the
+module's ``run``, sets up logging, and turns an error into one line on stderr and exit status 1
+(``--debug`` shows the traceback instead)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from types import ModuleType
+
+from argus_ir.cli import (
+    audit,
+    augment,
+    bias,
+    coverage,
+    demo,
+    diagnose,
+    evaluate,
+    kb,
+    report,
+    sira,
+    train,
+)
+from argus_ir.cli.options import global_options
+from argus_ir.errors import ArgusError
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+COMMANDS: dict[str, ModuleType] = {
+    "demo": demo,
+    "audit": audit,
+    "train-probe": train,
+    "diagnose": diagnose,
+    "augment": augment,
+    "evaluate": evaluate,
+    "sira": sira,
+    "kb": kb,
+    "coverage": coverage,
+    "bias": bias,
+    "report": report,
+}
+"""Each command's name and its module, in the order of ``argus --help``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``argus`` command."""
+    parser = argparse.ArgumentParser(
+        prog="argus",
+        description="Find retrieval blind spots: audit entity retrievability (RPS) under a dense "
+        "retriever, train probes that predict it from embeddings, and report.",
+        epilog="Start with `argus demo`. Each command has its own --help.",
+    )
+    global_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMANDS.values():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``argus`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:  # bm25s sets its own logger to DEBUG
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+    if args.quiet:  # also the model-loading bars of transformers / the hub
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        code: int = COMMANDS[args.command].run(args)
+        return code
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"argus {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (ArgusError, ValueError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"argus {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line: an OS error by its reason and the file it concerns."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        return f"{where}: {exc.strerror}" if where else exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,0 +1,370 @@
+"""The reference KB that remedies draw support passages from (paper §5, App. D).
+
+A :class:`ReferenceKB` is a list of passages (title, text, optional short description) with a
+bm25s index over ``title + text``. For a flagged surface form, :meth:`ReferenceKB.lookup` returns
+the top ``k_aug`` passages (default 2, the paper's); lookups are cached per normalised form.
+
+Sources: the shipped default (10,033 Wikipedia lead paragraphs, CC BY-SA 4.0, see
+``argus_ir/data/KB_LICENSE.md``), a JSONL/Parquet/CSV file, or any iterable of passages. A KB saves
+to a folder (bm25s's own numpy/JSON files, never pickle, plus ``passages.jsonl`` and a JSON card)
+and loads back memory-mapped.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import inspect
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from argus_ir._lru import LRU
+from argus_ir.errors import ArgusInputError
+from argus_ir.text.grounding import normalize
+
+__all__ = ["DEFAULT_K_AUG", "KnowledgeBase", "Passage", "ReferenceKB", "ask"]
+
+DEFAULT_K_AUG = 2
+LOOKUP_CACHE_SIZE = 100_000
+"""Surface-form lookups a :class:`ReferenceKB` remembers (least recently used forgotten first)."""
+FORMAT_VERSION = 1
+_CARD = "kb.json"
+_PASSAGES = "passages.jsonl"
+_INDEX = "bm25"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A KB passage.
+
+    Attributes:
+        id: Unique id (the title when the source has no id).
+        title: The article or entry title.
+        text: The passage text.
+        description: A short description (Wikidata's, where the KB has it), else ``""``.
+    """
+
+    id: str
+    title: str
+    text: str
+    description: str = ""
+
+
+def _bm25s() -> Any:
+    """Import bm25s, handing its logger back to the application's logging configuration.
+
+    bm25s sets its logger to DEBUG when imported, which floods any root handler.
+    """
+    import bm25s
+
+    logger = logging.getLogger("bm25s")
+    if logger.level == logging.DEBUG:
+        logger.setLevel(logging.NOTSET)
+    return bm25s
+
+
+def _tokenize(texts: list[str]) -> Any:
+    bm25s = _bm25s()
+    return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+
+
+@runtime_checkable
+class KnowledgeBase(Protocol):
+    """What the remedies ask of a KB: a :class:`ReferenceKB`, a gazetteer, or a composite of them.
+
+    ``lookup`` takes the mention's NER ``label`` and the document's text as ``context``; a source
+    may use them (a gazetteer chooses a place's sense by the countries the text names) or ignore
+    them (the BM25 KB does). ``fingerprint`` names the content, for view ids and settings cards.
+    """
+
+    fingerprint: str
+
+    def __len__(self) -> int: ...
+
+    def passage(self, passage_id: str) -> Passage | None: ...
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]: ...
+
+
+def read_card(src: Path) -> dict[str, Any]:
+    """The ``kb.json`` card of a KB folder (either kind), checked for a passage count and a
+    fingerprint.
+
+    Raises:
+        ArgusInputError: No card, or one that is unreadable or incomplete (names the file).
+    """
+    if not (src / _CARD).is_file():
+        raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
+    try:
+        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
+    if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
+        raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
+    if not isinstance(card.get("fingerprint"), str):
+        raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
+    return card
+
+
+def ask(
+    kb: KnowledgeBase, surface: str, k: int, *, label: str | None, context: str | None
+) -> list[tuple[Passage, float]]:
+    """``kb.lookup`` with the mention's label and document where the KB's ``lookup`` takes them.
+
+    A KB written before the protocol had them (``lookup(self, surface, k)``, e.g. a subclass of
+    :class:`ReferenceKB`) keeps working: it is asked with the surface form alone.
+    """
+    if _takes_context(type(kb)):
+        return kb.lookup(surface, k, label=label, context=context)
+    return kb.lookup(surface, k)
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_context(kind: type[Any]) -> bool:
+    try:
+        params = inspect.signature(kind.lookup).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return "label" in params and "context" in params
+
+
+class ReferenceKB:
+    """Passages with a BM25 index over title + text.
+
+    Build with :meth:`from_passages`, :meth:`from_file` or :meth:`default`; reload with :meth:`load`.
+    """
+
+    def __init__(self, passages: list[Passage], index: Any, fingerprint: str) -> None:
+        self.passages = passages
+        self.index = index
+        self.fingerprint = fingerprint
+        self._cache: LRU[tuple[str, int], list[tuple[Passage, float]]] = LRU(LOOKUP_CACHE_SIZE)
+        self._by_id: dict[str, Passage] | None = None  # built on first use of passage()
+        self._by_title: dict[str, int] = {}
+        for i, p in enumerate(passages):
+            self._by_title.setdefault(normalize(p.title), i)
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def passage(self, passage_id: str) -> Passage | None:
+        """The passage with this id (``None`` if the KB has none)."""
+        if self._by_id is None:
+            self._by_id = {}
+            for p in self.passages:
+                self._by_id.setdefault(p.id, p)
+        return self._by_id.get(passage_id)
+
+    # -- building ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_passages(
+        cls, passages: Iterable[Passage], *, show_progress: bool = False
+    ) -> ReferenceKB:
+        """Index passages (ids must be unique, texts non-empty).
+
+        Raises:
+            ArgusInputError: No passage, a repeated id or an empty passage (named by id).
+        """
+        bm25s = _bm25s()
+        items = list(passages)
+        if not items:
+            raise ArgusInputError("the reference KB has no passage")
+        seen: set[str] = set()
+        digest = hashlib.sha256()
+        for p in items:
+            if p.id in seen:
+                raise ArgusInputError(f"duplicate KB passage id {p.id!r}")
+            if not (p.title.strip() or p.text.strip()):
+                raise ArgusInputError(f"KB passage {p.id!r} has neither title nor text")
+            seen.add(p.id)
+            digest.update(json.dumps(asdict(p), ensure_ascii=False).encode("utf-8"))
+        tokens = bm25s.tokenize(
+            [f"{p.title} {p.text}" for p in items], stopwords="en", show_progress=show_progress
+        )
+        index = bm25s.BM25()
+        index.index(tokens, show_progress=show_progress)
+        return cls(items, index, digest.hexdigest()[:16])
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        id_field: str = "id",
+        title_field: str = "title",
+        text_field: str = "text",
+        description_fields: tuple[str, ...] = ("description", "wikidata_description"),
+        show_progress: bool = False,
+    ) -> ReferenceKB:
+        """Read passages from JSONL (optionally ``.gz``), Parquet or CSV and index them.
+
+        A record needs ``text_field`` and ``title_field``; its id is ``id_field`` or, if absent, the
+        title.
+
+        Raises:
+            ArgusInputError: The file is missing or malformed, or a record lacks a field (the
+                message names the file and line).
+        """
+        from argus_ir.tables import check_exists, table_rows
+
+        p = Path(path)
+        check_exists(p)
+        _, rows = table_rows(p)
+        passages = []
+        for where, rec in rows:
+            for f in (title_field, text_field):
+                if not isinstance(rec.get(f), str):
+                    raise ArgusInputError(f"{where}: KB record lacks a text {f!r} field")
+            desc = next((rec[f] for f in description_fields if isinstance(rec.get(f), str)), "")
+            pid = rec.get(id_field) or rec[title_field]
+            passages.append(Passage(str(pid), rec[title_field], rec[text_field], desc))
+        return cls.from_passages(passages, show_progress=show_progress)
+
+    @classmethod
+    def default(cls, *, show_progress: bool = False) -> ReferenceKB:
+        """The shipped KB: 10,033 Wikipedia lead paragraphs with Wikidata descriptions."""
+        data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
+        with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh]
+        return cls.from_passages(
+            (Passage(r["title"], r["title"], r["text"], r["description"]) for r in rows),
+            show_progress=show_progress,
+        )
+
+    # -- lookup -----------------------------------------------------------------------------------
+
+    def titled(self, surface: str) -> Passage | None:
+        """The passage titled with the surface form itself (case- and whitespace-normalised)."""
+        i = self._by_title.get(normalize(surface))
+        return None if i is None else self.passages[i]
+
+    def lookup(
+        self,
+        surface: str,
+        k: int = DEFAULT_K_AUG,
+        *,
+        label: str | None = None,
+        context: str | None = None,
+    ) -> list[tuple[Passage, float]]:
+        """The top-``k`` passages for a surface form, best first, with their BM25 scores.
+
+        A passage titled with the surface form itself (compared case- and whitespace-normalised)
+        comes first; the rest follow by BM25. Passages that share no query term (score 0) are not
+        returned, so a form the KB does not know gives ``[]``. Results are cached per normalised
+        form and ``k`` (the last :data:`LOOKUP_CACHE_SIZE`). ``label`` and ``context`` are
+        accepted for the :class:`KnowledgeBase` protocol and not used.
+        """
+        if k < 1:
+            raise ArgusInputError(f"k must be at least 1, got {k}")
+        key = (normalize(surface), k)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        tokens = _tokenize([surface])
+        if not tokens.ids or not tokens.ids[0]:
+            result: list[tuple[Passage, float]] = []
+        else:
+            docs, scores = self.index.retrieve(
+                tokens, k=min(k, len(self.passages)), show_progress=False, n_threads=1
+            )
+            ranked = [(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]
+            titled = self._by_title.get(key[0])
+            if titled is not None:
+                # the passage titled with the surface form itself comes first
+                ranked = [(titled, self._score(tokens, titled))] + [
+                    r for r in ranked if r[0] != titled
+                ]
+            result = [(self.passages[i], s) for i, s in ranked[:k]]
+        self._cache[key] = result
+        return result
+
+    def _score(self, tokens: Any, i: int) -> float:
+        """BM25 score of passage ``i`` for a tokenised query."""
+        mask = np.zeros(len(self.passages), dtype=np.float32)
+        mask[i] = 1.0
+        _, scores = self.index.retrieve(
+            tokens, k=1, show_progress=False, n_threads=1, weight_mask=mask
+        )
+        return float(scores[0][0])
+
+    # -- persistence ------------------------------------------------------------------------------
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the KB into ``folder`` (replaced as a whole; a failure leaves nothing new)."""
+        target = Path(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            self.index.save(str(tmp / _INDEX), show_progress=False)
+            with open(tmp / _PASSAGES, "w", encoding="utf-8") as fh:
+                for p in self.passages:
+                    fh.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+            card = {
+                "format_version": FORMAT_VERSION,
+                "n_passages": len(self.passages),
+                "fingerprint": self.fingerprint,
+                "tokenizer": "bm25s.tokenize(stopwords='en')",
+            }
+            (tmp / _CARD).write_text(json.dumps(card, indent=2), encoding="utf-8")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> ReferenceKB:
+        """Read a KB written by :meth:`save` (the index memory-mapped by default).
+
+        Raises:
+            ArgusInputError: The folder is not a KB folder, or is of a newer format.
+        """
+        bm25s = _bm25s()
+        src = Path(folder)
+        card = read_card(src)
+        if card.get("format_version", 0) > FORMAT_VERSION:
+            raise ArgusInputError(
+                f"{src} has KB format {card['format_version']}; this argus reads {FORMAT_VERSION}"
+            )
+        passages = []
+        with open(src / _PASSAGES, encoding="utf-8", errors="strict") as fh:
+            for n, line in enumerate(fh, start=1):
+                try:
+                    passages.append(Passage(**json.loads(line)))
+                except (ValueError, TypeError) as exc:  # a cut or foreign line
+                    raise ArgusInputError(
+                        f"{src / _PASSAGES}:{n}: not a KB passage ({exc})"
+                    ) from None
+        if len(passages) != card["n_passages"]:
+            raise ArgusInputError(
+                f"{src}: {len(passages)} passages but the card says {card['n_passages']}"
+            )
+        try:
+            index = bm25s.BM25.load(str(src / _INDEX), mmap=mmap, show_progress=False)
+        except Exception as exc:  # bm25s raises what numpy / json raise on a cut file
+            raise ArgusInputError(
+                f"{src / _INDEX}: cannot read the BM25 index ({type(exc).__name__}: {exc})"
+            ) from None
+        return cls(passages, index, card["fingerprint"])

@@ -1,0 +1,78 @@
+"""What a remedy did over a corpus: :class:`RemedyStats`, counted per document and merged per run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["RemedyStats"]
+
+
+@dataclass
+class RemedyStats:
+    """What a remedy did over a corpus.
+
+    Attributes:
+        documents: Originals passed through.
+        flagged_entities: Flagged surface forms over all documents.
+        views: Views added.
+        no_kb_hit: Flagged forms for which the KB had no passage (after the context check).
+        context_dropped: KB passages the context check dropped.
+        over_budget: Flagged forms left out because their document's ``max_views`` was spent.
+        llm_calls: LLM prompts sent (retries included).
+        llm_retries: Second tries after a rejected or failed first reply.
+        llm_unchanged: Documents whose reply inserted nothing (no view: nothing to add).
+        fallbacks: Documents that got the descriptor view because synthesis failed twice.
+        fallback_reasons: ``(document id, reason)`` for each fallback.
+        failures: ``(document id, error)`` for documents whose views could not be built (their
+            originals still passed through).
+        passed_through: Input records an earlier run wrote (they carry ``argus_view`` in their
+            metadata: its originals and views), written back as read: no diagnosis, no views of
+            views.
+        no_text: Documents without text (empty, or a title alone): passed through, not
+            diagnosed, no views.
+        kb_sources: Flagged forms answered per KB source, for a KB of several sources
+            (:class:`~argus_ir.kb.places.CompositeKB`: ``{"wikipedia": 120, "places": 41}``).
+    """
+
+    documents: int = 0
+    flagged_entities: int = 0
+    views: int = 0
+    no_kb_hit: int = 0
+    context_dropped: int = 0
+    over_budget: int = 0
+    llm_calls: int = 0
+    llm_retries: int = 0
+    llm_unchanged: int = 0
+    fallbacks: int = 0
+    passed_through: int = 0
+    no_text: int = 0
+    fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    kb_sources: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def index_growth(self) -> float:
+        """Index entries after the remedy divided by entries before."""
+        return (self.documents + self.views) / self.documents if self.documents else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (lists of reasons and failures included)."""
+        out: dict[str, Any] = {k: v for k, v in self.__dict__.items() if not isinstance(v, list)}
+        out["index_growth"] = round(self.index_growth, 6)
+        out["fallback_reasons"] = [list(r) for r in self.fallback_reasons]
+        out["failures"] = [list(f) for f in self.failures]
+        out["kb_sources"] = dict(sorted(self.kb_sources.items()))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RemedyStats:
+        """Rebuild from :meth:`to_dict`'s output (a resumed run continues its counts)."""
+        counts = {f.name: int(data.get(f.name, 0)) for f in fields(cls) if f.type == "int"}
+        return cls(
+            **counts,
+            fallback_reasons=[(str(a), str(b)) for a, b in data["fallback_reasons"]],
+            failures=[(str(a), str(b)) for a, b in data["failures"]],
+            kb_sources={str(k): int(v) for k, v in dict(data.get("kb_sources") or {}).items()},
+        )

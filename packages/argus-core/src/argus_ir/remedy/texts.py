@@ -1,0 +1,131 @@
+"""How each view's text is written: descriptor insertions, focus sentences, masked passages, ids."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+
+from argus_ir.diagnose import EntityRisk
+from argus_ir.kb import Passage
+
+__all__ = [
+    "descriptor_text",
+    "focus_texts",
+    "masked_passage",
+    "passage_text",
+    "sentence_spans",
+    "view_id",
+]
+
+_MAX_CLAUSE_WORDS = 12
+_WORD = re.compile(r"\w+")
+
+
+def masked_passage(passage: Passage, surface: str) -> str:
+    """The passage text without the words of its title and of ``surface`` (what the check embeds)."""
+    names = {w.lower() for w in _WORD.findall(f"{passage.title} {surface}") if len(w) > 1}
+    kept = _WORD.sub(lambda m: "" if m.group(0).lower() in names else m.group(0), passage.text)
+    return " ".join(kept.split())
+
+
+def passage_text(passage: Passage) -> str:
+    """How a KB passage is written into an expansion view (and embedded by the context check)."""
+    return f"{passage.title}: {passage.text}"
+
+
+def view_id(source_id: str, kind: str, entity: str, kb_id: str, settings: str) -> str:
+    """Stable id of a view: the same inputs give the same id on every run and machine."""
+    key = json.dumps([source_id, kind, entity, kb_id, settings], ensure_ascii=False)
+    return f"{source_id}#argus-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
+
+
+def _lead_clause(text: str) -> str:
+    """The first clause of a passage, at most a dozen words (a descriptor when there is none)."""
+    clause = re.split(r"(?<=[.;:!?])\s|,\s", text.strip(), maxsplit=1)[0].rstrip(".;:!?")
+    words = clause.split()
+    return " ".join(words[:_MAX_CLAUSE_WORDS]) + (" ..." if len(words) > _MAX_CLAUSE_WORDS else "")
+
+
+def descriptor_text(text: str, inserts: Sequence[tuple[EntityRisk, Passage]]) -> str:
+    """``text`` with `` (description)`` inserted after the first mention of each entity."""
+    pieces = []
+    for risk, passage in inserts:
+        desc = passage.description.strip() or _lead_clause(passage.text)
+        if desc:
+            pieces.append((risk.mentions[0].end, f" ({desc})"))
+    out, last = [], 0
+    for pos, insert in sorted(pieces, key=lambda p: p[0]):
+        out += [text[last:pos], insert]
+        last = pos
+    out.append(text[last:])
+    return "".join(out)
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\s*\n\s*")
+_FOCUS_MAX_WORDS = 80
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence or line of ``text`` (a light splitter, no model)."""
+    spans, last = [], 0
+    for m in _SENTENCE_BREAK.finditer(text):
+        if m.start() > last:
+            spans.append((last, m.start()))
+        last = m.end()
+    if last < len(text):
+        spans.append((last, len(text)))
+    return spans
+
+
+def _describe(passage: Passage) -> str:
+    return passage.description.strip() or _lead_clause(passage.text)
+
+
+def _trim_words(text: str, centre: int, limit: int) -> str:
+    """At most ``limit`` words of ``text``, centred on character offset ``centre``."""
+    words = list(re.finditer(r"\S+", text))
+    if len(words) <= limit:
+        return text
+    at = next((i for i, w in enumerate(words) if w.end() > centre), len(words) - 1)
+    lo = max(0, min(at - limit // 2, len(words) - limit))
+    hi = lo + limit
+    return text[words[lo].start() : words[hi - 1].end()]
+
+
+def focus_texts(
+    text: str, inserts: Sequence[tuple[EntityRisk, Passage]]
+) -> list[tuple[str, list[int]]]:
+    """The focus views of ``text``: one per sentence holding a first mention of an entity.
+
+    Each is the opening sentence (or title line) of the text, then the sentence with
+    `` (description)`` after each entity's first mention, cut to about 80 words around the
+    first of them. Returns ``(view text, indices into inserts)`` in sentence order.
+    """
+    spans = sentence_spans(text)
+    if not spans:
+        return []
+    by_sentence: dict[int, list[int]] = {}
+    for i, (risk, _) in enumerate(inserts):
+        pos = risk.mentions[0].start
+        s = next((j for j, (a, b) in enumerate(spans) if a <= pos < b), len(spans) - 1)
+        by_sentence.setdefault(s, []).append(i)
+    head = text[spans[0][0] : spans[0][1]]
+    out = []
+    for s, members in sorted(by_sentence.items()):
+        a, b = spans[s]
+        descriptions = ((inserts[i][0].mentions[0].end, _describe(inserts[i][1])) for i in members)
+        pieces = sorted((pos, f" ({desc})") for pos, desc in descriptions if desc)
+        body, last = [], a
+        for pos, insert in pieces:
+            pos = min(max(pos, a), b)
+            body += [text[last:pos], insert]
+            last = pos
+        body.append(text[last:b])
+        sentence = _trim_words(
+            "".join(body), inserts[members[0]][0].mentions[0].start - a, _FOCUS_MAX_WORDS
+        )
+        view = sentence if s == 0 else f"{_trim_words(head, 0, _FOCUS_MAX_WORDS // 2)}\n{sentence}"
+        out.append((view, members))
+    return out

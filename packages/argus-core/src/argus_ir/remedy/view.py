@@ -1,0 +1,45 @@
+"""The remedy kinds and :class:`View`, one index entry: an original or one of its support views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
+
+__all__ = ["DEFAULT_REMEDY", "GENERATED_PREFIX", "KINDS", "ORIGINAL", "View"]
+
+KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis")
+"""The remedy kinds (the package docstring describes each)."""
+DEFAULT_REMEDY = "descriptor"
+"""The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
+adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
+GENERATED_PREFIX = "llm:"
+"""Passage ids of generated knowledge (:mod:`argus_ir.kb.llm`); their views say so in lineage."""
+ORIGINAL = "original"
+"""The ``argus_view`` of an original document, and the name of the unaugmented condition."""
+
+
+@dataclass(frozen=True)
+class View:
+    """An index entry: an original document or one of its support views.
+
+    Attributes:
+        id: The original's id, or a stable hash for a view.
+        text: The text to index.
+        metadata: Lineage (``argus_source_id``, ``argus_view``, and for views ``argus_entity``,
+            ``argus_kb_id``, ``argus_rps``; synthesis adds ``argus_prompt`` and ``argus_llm``, a
+            fallback ``argus_fallback``).
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source_id(self) -> str:
+        return str(self.metadata.get(SOURCE_KEY, self.id))
+
+    @property
+    def is_original(self) -> bool:
+        return self.metadata.get(VIEW_KEY) == ORIGINAL
