@@ -228,7 +228,7 @@ def main() -> None:
     import argus_ir.pipeline
     import argus_ir.plots
     import argus_ir.remedy  # noqa: F401
-    from argus_ir.cli import _write_explanations
+    from argus_ir.cli.evaluate import write_explanations
     from argus_ir.eval import evaluate, write_results
 
     variants = (
@@ -258,7 +258,7 @@ def main() -> None:
         work = args.work / f"design-{name}-{args.model}"
         write_results(result.split_by(), work)
         if args.explain:
-            _write_explanations(result, data, work)
+            write_explanations(result, data, work)
 
 
 if __name__ == "__main__":

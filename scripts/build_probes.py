@@ -58,7 +58,7 @@ def main() -> int:
                     "shared",
                     "--shared-data",
                     str(args.shared_data),
-                    "--model",
+                    "--retriever",
                     model,
                     "--cache",
                     str(args.cache),

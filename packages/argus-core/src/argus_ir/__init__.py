@@ -5,6 +5,7 @@ that needs them is used.
 """
 
 from argus_ir import _compat
+from argus_ir._version import __version__
 from argus_ir.audit import AuditResult, AuditSettings, encode_entities, run_audit
 from argus_ir.audit.entities import AuditData, DropRecord, Entity, EntityGraph, LoadReport
 from argus_ir.audit.rps import (
@@ -17,8 +18,6 @@ from argus_ir.audit.rps import (
 from argus_ir.errors import ArgusError, ArgusInputError, MissingExtraError, ProbeMismatchError
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
-
-__version__ = "0.1.0"
 
 _compat.install()  # the module paths of 0.1 stay importable (argus_ir._compat.MOVED)
 

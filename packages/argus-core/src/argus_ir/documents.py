@@ -8,7 +8,7 @@ read); :func:`iter_documents` streams a JSONL (gzipped too), Parquet or CSV corp
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,14 @@ from typing import Any
 from argus_ir.errors import ArgusInputError
 from argus_ir.tables import as_id, check_exists, table_rows
 
-__all__ = ["TEXT_FIELDS", "Document", "iter_documents", "read_documents"]
+__all__ = [
+    "TEXT_FIELDS",
+    "Document",
+    "DocumentLike",
+    "as_documents",
+    "iter_documents",
+    "read_documents",
+]
 
 
 @dataclass(frozen=True)
@@ -139,3 +146,38 @@ def _no_text_field(path: Path, names: Sequence[str], seen: Mapping[str, None], n
         f"{path}: none of the first {n} records has a text field (looked for {looked}; the "
         f"records have {', '.join(repr(k) for k in seen) or 'no fields'})"
     )
+
+
+DocumentLike = Document | tuple[str, str | None] | Mapping[str, Any]
+"""A :class:`Document`, an ``(id, text)`` pair or a mapping with id and text."""
+
+
+def as_documents(documents: Iterable[DocumentLike]) -> Iterator[Document]:
+    """Normalise document-likes, checking each has an id and string text (``None`` -> ``""``).
+
+    Raises:
+        ArgusInputError: A document without id, or with text that is not a string (names its id or
+            position).
+    """
+    for pos, doc in enumerate(documents):
+        if isinstance(doc, Document):
+            yield doc
+            continue
+        if isinstance(doc, Mapping):
+            doc_id = doc.get("_id", doc.get("id"))
+            text, title = doc.get("text"), doc.get("title") or ""
+        elif isinstance(doc, tuple) and len(doc) == 2:
+            (doc_id, text), title = doc, ""
+        else:
+            raise ArgusInputError(
+                f"document at position {pos}: expected a Document, an (id, text) pair or a "
+                f"mapping with id and text, got {type(doc).__name__}"
+            )
+        if doc_id is None or str(doc_id) == "":
+            raise ArgusInputError(f"document at position {pos} has no id")
+        if text is None:
+            text = ""
+        if not isinstance(text, str) or not isinstance(title, str):
+            raise ArgusInputError(f"document {doc_id!r}: text is {type(text).__name__}, not str")
+        record = dict(doc) if isinstance(doc, Mapping) else {}
+        yield Document(str(doc_id), text, f"position {pos}", title, record)

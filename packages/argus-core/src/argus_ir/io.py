@@ -14,7 +14,7 @@ from typing import Any
 
 from argus_ir.errors import ArgusInputError
 
-__all__ = ["SNIPPET", "atomic_path", "iter_jsonl", "sha256_file", "text_hash"]
+__all__ = ["SNIPPET", "atomic_path", "folder_hash", "iter_jsonl", "sha256_file", "text_hash"]
 
 
 @contextlib.contextmanager
@@ -88,3 +88,12 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                 raise ArgusInputError(
                     f"{path}:{n}: not valid JSON ({exc.msg}): {snippet!r}"
                 ) from None
+
+
+def folder_hash(folder: Path) -> str:
+    """SHA-256 over a folder's file names and bytes (sorted; short)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

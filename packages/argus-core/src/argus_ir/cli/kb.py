@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
+from argus_ir.kb.reference import CARD_FILE
 
 __all__ = ["add_parser", "run"]
 
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             "head_sha256": head,
         }
     folder = build_disk_kb(records, args.out, sources=sources, show_progress=not args.quiet)
-    card = json.loads((folder / "kb.json").read_text(encoding="utf-8"))
+    card = json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))
     c = card["counts"]
     print(
         f"{c['passages']} passages, {c['aliases']} aliases ({c['duplicate_ids']} repeated ids and "

@@ -37,9 +37,13 @@ __all__ = ["DEFAULT_K_AUG", "KnowledgeBase", "Passage", "ReferenceKB", "ask"]
 
 DEFAULT_K_AUG = 2
 LOOKUP_CACHE_SIZE = 100_000
+SHIPPED_LEADS = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
+"""The shipped Wikipedia lead paragraphs (package data; CC BY-SA 4.0, ``data/KB_LICENSE.md``)."""
 """Surface-form lookups a :class:`ReferenceKB` remembers (least recently used forgotten first)."""
 FORMAT_VERSION = 1
-_CARD = "kb.json"
+CARD_FILE = "kb.json"
+"""The card of a KB folder (both kinds): format, fingerprint, counts, sources."""
+_CARD = CARD_FILE
 _PASSAGES = "passages.jsonl"
 _INDEX = "bm25"
 
@@ -244,8 +248,7 @@ class ReferenceKB:
     @classmethod
     def default(cls, *, show_progress: bool = False) -> ReferenceKB:
         """The shipped KB: 10,033 Wikipedia lead paragraphs with Wikidata descriptions."""
-        data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
-        with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
+        with SHIPPED_LEADS.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
         return cls.from_passages(
             (Passage(r["title"], r["title"], r["text"], r["description"]) for r in rows),

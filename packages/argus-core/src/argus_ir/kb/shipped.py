@@ -8,7 +8,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from argus_ir._optional import is_available
@@ -21,7 +25,7 @@ from argus_ir.kb.places import (
     gazetteer_fingerprint,
     places_available,
 )
-from argus_ir.kb.reference import KnowledgeBase, ReferenceKB
+from argus_ir.kb.reference import CARD_FILE, SHIPPED_LEADS, KnowledgeBase, ReferenceKB
 
 __all__ = [
     "DEFAULT_KB",
@@ -140,3 +144,42 @@ def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
 
         fingerprint += "+" + PhenotypeKB().fingerprint  # reads the release line only
     return fingerprint
+
+
+def resolve_kb(
+    kb: str | os.PathLike[str] | KnowledgeBase | None, *, show_progress: bool = False
+) -> KnowledgeBase:
+    """The KB a setting names: a KB object as it is, a shipped KB by name (``None``: the
+    default), a KB folder (a saved :class:`~argus_ir.kb.reference.ReferenceKB` or a disk KB from
+    ``argus kb build``) or a passages file (JSONL, Parquet, CSV)."""
+    if isinstance(kb, KnowledgeBase):
+        return kb
+    if kb is None or kb in KB_NAMES:
+        return shipped_kb(kb, show_progress=show_progress)
+    path = os.fspath(kb)
+    if os.path.isdir(path):
+        from argus_ir.kb.disk import load_kb_folder
+
+        return load_kb_folder(path)
+    return ReferenceKB.from_file(path, show_progress=show_progress)
+
+
+def kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
+    """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
+
+    from argus_ir.io import sha256_file
+
+    if isinstance(kb, KnowledgeBase):
+        return kb.fingerprint
+    if kb is None or kb in KB_NAMES:
+        with resources.as_file(SHIPPED_LEADS) as path:
+            return shipped_kb_fingerprint(kb, "default:" + sha256_file(path)[:16])
+    path = Path(kb)
+    if path.is_dir():
+        card = path / CARD_FILE
+        if not card.is_file():
+            raise ArgusInputError(f"{path} is not a reference KB folder: {CARD_FILE} not found")
+        return str(json.loads(card.read_text(encoding="utf-8"))["fingerprint"])
+    if not path.is_file():
+        raise ArgusInputError(f"KB file not found: {path}")
+    return "file:" + sha256_file(path)[:16]

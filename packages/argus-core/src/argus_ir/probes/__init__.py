@@ -11,7 +11,8 @@ Example:
 """
 
 from argus_ir.probes.artifact import FORMAT_VERSION, ProbeCard, TrainedProbe
-from argus_ir.probes.base import FAMILIES, ProbeModel, model_class
+from argus_ir.probes.base import FAMILIES, ProbeModel
+from argus_ir.probes.families import model_class
 from argus_ir.probes.metrics import (
     BAND_EDGES,
     BAND_NAMES,
@@ -30,7 +31,14 @@ from argus_ir.probes.shipped import (
     shipped_probes,
 )
 from argus_ir.probes.sweep import BUDGETS, SweepConfig, SweepRow, resolve_families, sweep_configs
-from argus_ir.probes.train import EntitySplit, ProbeTrainingResult, split_by_entity, train_probe
+from argus_ir.probes.train import (
+    EntitySplit,
+    ProbeTrainingResult,
+    audit_card_fields,
+    split_by_entity,
+    train_probe,
+    train_probe_on_audit,
+)
 from argus_ir.probes.xgb import XGBoostProbe
 
 __all__ = [
@@ -51,6 +59,7 @@ __all__ = [
     "TrainedProbe",
     "XGBoostProbe",
     "all_metrics",
+    "audit_card_fields",
     "baselines",
     "classification_metrics",
     "load_shipped_probe",
@@ -63,4 +72,5 @@ __all__ = [
     "sweep_configs",
     "tercile_bands",
     "train_probe",
+    "train_probe_on_audit",
 ]

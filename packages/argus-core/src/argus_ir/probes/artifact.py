@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from argus_ir._version import __version__
 from argus_ir.errors import ArgusInputError, ProbeMismatchError
-from argus_ir.probes.base import FAMILIES, ProbeModel, model_class
+from argus_ir.probes.base import FAMILIES, ProbeModel
+from argus_ir.probes.families import model_class
 
 __all__ = ["FORMAT_VERSION", "ProbeCard", "TrainedProbe", "argus_version"]
 
@@ -30,19 +32,8 @@ LABEL_KINDS = ("empirical", "expected")
 
 
 def argus_version() -> str:
-    """The installed argus version (``"0+unknown"`` when it cannot be found)."""
-    import argus_ir
-
-    version = getattr(argus_ir, "__version__", None)
-    if isinstance(version, str):
-        return version
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("argus-ir")
-    except PackageNotFoundError:
-        return "0+unknown"
+    """The argus version that writes a card (:mod:`argus_ir._version`)."""
+    return __version__
 
 
 @dataclass(frozen=True)

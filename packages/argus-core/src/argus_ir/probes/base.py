@@ -23,7 +23,6 @@ __all__ = [
     "ProbeModel",
     "as_matrix",
     "check_labels",
-    "model_class",
 ]
 
 FAMILIES = ("ridge", "xgboost", "mlp")
@@ -181,33 +180,6 @@ class ProbeModel(abc.ABC):
         """
         for params in grid:
             yield cls(**params).fit(Xtr, ytr, Xval, yval)
-
-
-def model_class(family: str) -> type[ProbeModel]:
-    """The :class:`ProbeModel` subclass of a family name.
-
-    Args:
-        family: One of :data:`FAMILIES`.
-
-    Returns:
-        The class (importing it never imports torch or xgboost).
-
-    Raises:
-        ArgusInputError: Unknown family.
-    """
-    # Imported here: the family modules import this one.
-    from argus_ir.probes.mlp import MLPProbe
-    from argus_ir.probes.ridge import RidgeProbe
-    from argus_ir.probes.xgb import XGBoostProbe
-
-    classes: dict[str, type[ProbeModel]] = {
-        "ridge": RidgeProbe,
-        "xgboost": XGBoostProbe,
-        "mlp": MLPProbe,
-    }
-    if family not in classes:
-        raise ArgusInputError(f"unknown probe family {family!r}; choose from {list(FAMILIES)}")
-    return classes[family]
 
 
 def check_labels(y: Any, n: int, name: str = "y") -> np.ndarray:

@@ -30,7 +30,8 @@ import numpy as np
 
 from argus_ir._optional import is_available, require
 from argus_ir.errors import ArgusInputError
-from argus_ir.probes.base import FAMILIES, ProbeModel, model_class
+from argus_ir.probes.base import FAMILIES, ProbeModel
+from argus_ir.probes.families import model_class
 
 __all__ = [
     "BUDGETS",

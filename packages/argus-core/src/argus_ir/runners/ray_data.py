@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir._optional import require
+from argus_ir.documents import as_documents
 from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import VIEW_KEY
-from argus_ir.pipeline import Argus, as_documents
+from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats
 from argus_ir.runners.stream import view_record
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from argus_ir.kb import Passage, ReferenceKB
+from argus_ir.kb.reference import CARD_FILE
 from argus_ir.lineage import ARGUS_KEYS
 from argus_ir.runners.integration import Record
 
@@ -62,7 +63,7 @@ _MAX_LINEAGE_BYTES = 400
 
 def contract_kb(folder: Path) -> Path:
     """Write the contract's small KB into ``folder`` (if not there yet) and return it."""
-    if not (folder / "kb.json").is_file():
+    if not (folder / CARD_FILE).is_file():
         ReferenceKB.from_passages(_PASSAGES).save(folder)
     return folder
 
@@ -157,7 +158,7 @@ class AdapterContract:
     # -- the contract ------------------------------------------------------------------------
 
     def test_settings_and_defaults_are_the_cores(self) -> None:
-        from argus_ir.pipeline import argus_settings
+        from argus_ir.settings import argus_settings
 
         core = {self.renamed_settings.get(n, n): d for n, d in argus_settings().items()}
         mine = self.settings_defaults()

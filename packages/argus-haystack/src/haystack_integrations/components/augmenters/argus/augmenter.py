@@ -8,8 +8,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from argus_ir import Argus
-from argus_ir.pipeline import argus_settings
 from argus_ir.runners.integration import AugmentResult, Record, aaugment_records, augment_records
+from argus_ir.settings import argus_settings
 from haystack_integrations.components.augmenters.argus.kb import (
     is_store,
     kb_from_dict,
