@@ -8,9 +8,13 @@ those in a module's ``__getattr__`` (the lazy lookup of a name that moved, kept 
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 from pathlib import Path
 
 import pytest
+
+from argus_ir._compat import MOVED
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "argus_ir"
 MAX_LINES = 500
@@ -178,3 +182,20 @@ def test_the_checks_see_a_cycle_and_a_private_import():
     assert _private("argus_ir.coverage.compute", *found[0][:2]) == ["_copied_share"]
     assert _private("argus_ir.coverage.compute", *found[1][:2]) == []  # its own subpackage
     assert "argus_ir.kb.reference" in _graph()["argus_ir.kb.places"]
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_a_module_path_of_0_1_imports_the_moved_module_with_a_warning(old, monkeypatch):
+    monkeypatch.delitem(sys.modules, old, raising=False)  # import it afresh
+    with pytest.warns(DeprecationWarning, match=MOVED[old].replace(".", r"\.")):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(MOVED[old])
+
+
+def test_names_that_left_the_places_module_are_still_found_there():
+    from argus_ir.kb import places, shipped
+
+    assert places.DEFAULT_KB == shipped.DEFAULT_KB
+    assert places.shipped_kb is shipped.shipped_kb
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        places.nothing_here  # noqa: B018
