@@ -34,8 +34,8 @@ import numpy as np
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb.reference import (  # one KB family: the card and index names are the in-memory KB's
-    _CARD,
     _INDEX,
+    CARD_FILE,
     DEFAULT_K_AUG,
     LOOKUP_CACHE_SIZE,
     Passage,
@@ -156,7 +156,9 @@ def build_disk_kb(
             "counts": counts,
             "sources": dict(sources or {}),
         }
-        (tmp / _CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False), encoding="utf-8")
+        (tmp / CARD_FILE).write_text(
+            json.dumps(card, indent=2, ensure_ascii=False), encoding="utf-8"
+        )
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -198,7 +200,7 @@ class DiskKB:
         card = read_card(src)
         if card.get("layout") != LAYOUT:
             raise ArgusInputError(
-                f"{src / _CARD}: not a disk KB card (layout {card.get('layout')!r})"
+                f"{src / CARD_FILE}: not a disk KB card (layout {card.get('layout')!r})"
             )
         if card.get("format_version", 0) > DISK_FORMAT_VERSION:
             raise ArgusInputError(

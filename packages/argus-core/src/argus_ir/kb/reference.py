@@ -43,7 +43,6 @@ SHIPPED_LEADS = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
 FORMAT_VERSION = 1
 CARD_FILE = "kb.json"
 """The card of a KB folder (both kinds): format, fingerprint, counts, sources."""
-_CARD = CARD_FILE
 _PASSAGES = "passages.jsonl"
 _INDEX = "bm25"
 
@@ -115,16 +114,16 @@ def read_card(src: Path) -> dict[str, Any]:
     Raises:
         ArgusInputError: No card, or one that is unreadable or incomplete (names the file).
     """
-    if not (src / _CARD).is_file():
-        raise ArgusInputError(f"{src} is not a reference KB folder: {_CARD} not found")
+    if not (src / CARD_FILE).is_file():
+        raise ArgusInputError(f"{src} is not a reference KB folder: {CARD_FILE} not found")
     try:
-        card = json.loads((src / _CARD).read_text(encoding="utf-8"))
+        card = json.loads((src / CARD_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ArgusInputError(f"{src / _CARD}: not a readable KB card ({exc})") from None
+        raise ArgusInputError(f"{src / CARD_FILE}: not a readable KB card ({exc})") from None
     if not isinstance(card, dict) or not isinstance(card.get("n_passages"), int):
-        raise ArgusInputError(f"{src / _CARD}: not a KB card (no passage count)")
+        raise ArgusInputError(f"{src / CARD_FILE}: not a KB card (no passage count)")
     if not isinstance(card.get("fingerprint"), str):
-        raise ArgusInputError(f"{src / _CARD}: not a KB card (no fingerprint)")
+        raise ArgusInputError(f"{src / CARD_FILE}: not a KB card (no fingerprint)")
     return card
 
 
@@ -329,7 +328,7 @@ class ReferenceKB:
                 "fingerprint": self.fingerprint,
                 "tokenizer": "bm25s.tokenize(stopwords='en')",
             }
-            (tmp / _CARD).write_text(json.dumps(card, indent=2), encoding="utf-8")
+            (tmp / CARD_FILE).write_text(json.dumps(card, indent=2), encoding="utf-8")
             if target.exists():
                 shutil.rmtree(target)
             os.replace(tmp, target)

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from importlib import resources
@@ -25,7 +24,7 @@ from argus_ir.kb.places import (
     gazetteer_fingerprint,
     places_available,
 )
-from argus_ir.kb.reference import CARD_FILE, SHIPPED_LEADS, KnowledgeBase, ReferenceKB
+from argus_ir.kb.reference import SHIPPED_LEADS, KnowledgeBase, ReferenceKB, read_card
 
 __all__ = [
     "DEFAULT_KB",
@@ -166,7 +165,6 @@ def resolve_kb(
 
 def kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
     """A KB's identity without indexing it: its fingerprint, its card's, or its file's hash."""
-
     from argus_ir.io import sha256_file
 
     if isinstance(kb, KnowledgeBase):
@@ -176,10 +174,7 @@ def kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
             return shipped_kb_fingerprint(kb, "default:" + sha256_file(path)[:16])
     path = Path(kb)
     if path.is_dir():
-        card = path / CARD_FILE
-        if not card.is_file():
-            raise ArgusInputError(f"{path} is not a reference KB folder: {CARD_FILE} not found")
-        return str(json.loads(card.read_text(encoding="utf-8"))["fingerprint"])
+        return str(read_card(path)["fingerprint"])  # the one card reader of both KB kinds
     if not path.is_file():
         raise ArgusInputError(f"KB file not found: {path}")
     return "file:" + sha256_file(path)[:16]
