@@ -213,6 +213,38 @@ def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
     assert out.read_bytes() == reference.read_bytes()  # the pool came back from the start
 
 
+def test_corpus_targeting_resumed_within_a_corpus_smaller_than_the_pool_writes_the_same(
+    argus, shared_data, tmp_path
+):
+    """A corpus smaller than the reach pool is its own pool; on resume the pool is refilled from
+    the corpus's start, which then holds the documents still to do, and they must not enter it
+    a second time (they did: a user's run stopped at 24 documents of four per batch and resumed
+    flagged 21 entities where the uninterrupted run flagged 12)."""
+    from argus_ir import Argus
+
+    class CtrlCAfterSixBatches(Argus):
+        def process_batches(self, documents, **kwargs):
+            for i, batch in enumerate(super().process_batches(documents, **kwargs)):
+                if i == 6:
+                    raise KeyboardInterrupt
+                yield batch
+
+    settings = {"remedy": "descriptor", "batch_size": 4, "targeting": "corpus"}
+    whole, stopped = Argus(**settings), CtrlCAfterSixBatches(**settings)
+    for a in (whole, stopped):
+        a._loaded.update(argus._loaded)  # the same models
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 40)
+    reference = tmp_path / "reference.jsonl"
+    augment_file(whole, corpus, reference)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        augment_file(stopped, corpus, out)
+    assert json.loads(checkpoint_path(out).read_text("utf-8"))["documents_done"] == 24
+    summary = augment_file(whole, corpus, out)
+    assert summary.resumed_from == 24 and summary.stats.flagged_entities > 0
+    assert _outputs(out) == _outputs(reference)
+
+
 def _rich_corpus(shared_data: Path, path: Path, n: int) -> list[dict]:
     """MS MARCO passages with keys of their own: an id under "id", extra fields, metadata."""
     with open(shared_data / "beir" / "msmarco5k" / "corpus.jsonl", encoding="utf-8") as fh:
@@ -446,3 +478,58 @@ def test_one_document_whose_diagnosis_raises_is_kept_and_reported(argus, shared_
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     with pytest.raises(RuntimeError, match="tokenizer choked"):
         augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out2.jsonl")
+
+
+def test_a_document_over_max_chars_is_refused_at_once_and_kept_as_read(
+    argus, shared_data, tmp_path
+):
+    """A document longer than ``max_chars`` never reaches NER or the retriever (one of 5 MB took
+    minutes and gigabytes before spaCy refused it): it is written back as read, without views,
+    named with its length in the stats' failures; the documents under the limit are augmented as
+    without one."""
+    from argus_ir import Argus
+
+    rows = _rich_corpus(shared_data, tmp_path / "c.jsonl", 20)
+    rows[7]["text"] = " ".join(r["text"] for r in rows)
+    long_id, n = rows[7]["id"], len(rows[7]["text"])
+    assert n > 5_000
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    limited = Argus(remedy="descriptor", batch_size=16, max_chars=5_000)
+    limited._loaded.update(argus._loaded)
+    out = tmp_path / "out.jsonl"
+    summary = augment_file(limited, corpus, out)
+
+    def by_source(path: Path) -> dict[str, list[dict]]:
+        grouped: dict[str, list[dict]] = {}
+        for line in path.read_text("utf-8").splitlines():
+            record = json.loads(line)
+            grouped.setdefault(record["metadata"]["argus_source_id"], []).append(record)
+        return grouped
+
+    written = by_source(out)
+    lineage = {"argus_source_id": long_id, "argus_view": "original"}
+    assert written[long_id] == [{**rows[7], "metadata": {**rows[7]["metadata"], **lineage}}]
+    note = f"too long to diagnose: {n:,} characters, over max_chars (5,000)"
+    assert [(i, e[: len(note)]) for i, e in summary.stats.failures] == [(long_id, note)]
+    stats = json.loads(out.with_name("out.jsonl.stats.json").read_text("utf-8"))
+    assert stats["settings"]["max_chars"] == 5_000
+    assert [f[0] for f in stats["totals"]["failures"]] == [long_id]
+    assert {"id": long_id, "flagged": [], "views": 0} in stats["documents"]
+
+    reference = tmp_path / "reference.jsonl"
+    augment_file(argus, corpus, reference)  # no limit this low: the long one gets views too
+    unlimited = by_source(reference)
+    assert len(unlimited[long_id]) > 1
+    assert {k: v for k, v in written.items() if k != long_id} == {
+        k: v for k, v in unlimited.items() if k != long_id
+    }
+    with pytest.raises(ArgusInputError, match=f"document '{long_id}': too long to diagnose"):
+        list(limited.diagnose([(long_id, rows[7]["text"])]))
+    # alone in its corpus, under corpus targeting (no pool to measure reach against): the same
+    alone = Argus(remedy="descriptor", targeting="corpus", max_chars=5_000)
+    alone._loaded.update(argus._loaded)
+    (tmp_path / "one.jsonl").write_text(json.dumps(rows[7]) + "\n", "utf-8")
+    summary = augment_file(alone, tmp_path / "one.jsonl", tmp_path / "one.out.jsonl")
+    assert by_source(tmp_path / "one.out.jsonl") == {long_id: written[long_id]}
+    assert [i for i, _ in summary.stats.failures] == [long_id]

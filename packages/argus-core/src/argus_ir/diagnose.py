@@ -21,7 +21,31 @@ from argus_ir.probes.artifact import TrainedProbe
 from argus_ir.text.grounding import normalize
 from argus_ir.text.mentions import Mention, MentionExtractor
 
-__all__ = ["Diagnoser", "Diagnosis", "EntityRisk", "readable_text"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "Diagnoser",
+    "Diagnosis",
+    "EntityRisk",
+    "readable_text",
+    "too_long",
+]
+
+DEFAULT_MAX_CHARS = 1_000_000
+"""The longest document (characters of title and text) :class:`~argus_ir.Argus` diagnoses: spaCy's
+own limit (``nlp.max_length``). A longer one is refused before any model sees it; diagnosing it
+would hold every token's states of the retriever pass (gigabytes for a few megabytes of text), and
+its views could not help anyway, since a retriever reads only the first few hundred tokens of an
+entry."""
+
+
+def too_long(text: str, max_chars: int | None) -> str | None:
+    """Why ``text`` is not diagnosed under the limit ``max_chars`` (``None``: it is, or no limit)."""
+    if max_chars is None or len(text) <= max_chars:
+        return None
+    return (
+        f"too long to diagnose: {len(text):,} characters, over max_chars ({max_chars:,}); kept "
+        "without views (split it into smaller documents, or raise max_chars)"
+    )
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def iter_documents(
 
     Raises:
         ArgusInputError: The file is missing or malformed, a record lacks an id or has a non-string
-            text, an id repeats (the message names file and line), or none of the first 1,000
+            text or a ``metadata`` that is not an object (null is none), an id repeats (the message names file and line), or none of the first 1,000
             records (or of all, in a shorter file) has a text field (the message lists the fields
             it saw). Raised when the iteration reaches the record, after the documents before it
             were yielded.
@@ -133,6 +133,13 @@ def iter_documents(
         if not isinstance(title, str):
             raise ArgusInputError(
                 f"{where}: {title_field!r} of document {doc_id!r} is {type(title).__name__}, not text"
+            )
+        meta = rec.get("metadata")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise ArgusInputError(
+                f"{where}: 'metadata' of document {doc_id!r} is {type(meta).__name__}, not an "
+                "object (argus writes each document's lineage into its metadata object); "
+                "rename the field or make it an object"
             )
         first_at[doc_id] = where
         yield Document(doc_id, text, where, title, rec)

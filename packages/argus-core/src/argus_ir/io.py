@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,17 @@ from typing import Any
 
 from argus_ir.errors import ArgusInputError
 
-__all__ = ["SNIPPET", "atomic_path", "folder_hash", "iter_jsonl", "sha256_file", "text_hash"]
+__all__ = [
+    "SNIPPET",
+    "atomic_path",
+    "folder_hash",
+    "iter_jsonl",
+    "json_text",
+    "naming_file",
+    "replace_folder",
+    "sha256_file",
+    "text_hash",
+]
 
 
 @contextlib.contextmanager
@@ -37,6 +48,38 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             tmp_path.unlink()
 
 
+@contextlib.contextmanager
+def naming_file(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give an OS error raised inside the block without a file name (a write to a full disk says
+    only "File too large") the name of ``path``, the file being written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = os.fspath(path)
+        raise
+
+
+def replace_folder(tmp: Path, target: Path) -> None:
+    """Move the finished folder ``tmp`` into place as ``target`` with the usual folder mode (a
+    temporary folder is made ``0700``); an existing ``target`` is moved aside first and removed
+    only once the new one is in place, so a failure leaves the old folder as it was."""
+    os.chmod(tmp, 0o777 & ~_umask())
+    old: Path | None = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+        os.replace(target, old / "previous")
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old / "previous", target)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -55,6 +98,18 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 def text_hash(text: str) -> str:
     """Short stable hash of a text (used as cache key together with the model id)."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def json_text(value: Any, *, indent: int | None = None) -> str:
+    """``value`` as JSON, non-ASCII text as is; a string holding a lone surrogate (which UTF-8
+    cannot encode: an id or text read from a JSON escape) makes the whole text use JSON escapes
+    instead, so it can be written as UTF-8 and reads back to the same strings."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, indent=indent)
+    return text
 
 
 SNIPPET = 60

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from argus_ir.diagnose import Diagnoser, Diagnosis
+from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, too_long
 from argus_ir.documents import Document, DocumentLike, as_documents
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
@@ -88,6 +88,9 @@ class Argus:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no
             budget, as in the paper).
+        max_chars: The longest document diagnosed, in characters of title and text (default
+            :data:`~argus_ir.diagnose.DEFAULT_MAX_CHARS`); a longer one is kept as read, without
+            views, and named in the stats' failures (``None``: no limit).
         targeting: Which entities get views: ``"probe"`` (predicted RPS below ``tau``, the
             paper's) or ``"corpus"`` (:class:`~argus_ir.remedy.targeting.CorpusReach`: the document is
             not in the top 10 for the entity's name among the first 800 documents of the corpus;
@@ -117,6 +120,7 @@ class Argus:
     kb_match: str = DEFAULT_KB_MATCH
     context_threshold: float | None = None
     max_views: int | None = None
+    max_chars: int | None = DEFAULT_MAX_CHARS
     targeting: str = DEFAULT_TARGETING
     llm: str | LLM | None = None
     prompt_version: str = PROMPT_VERSION
@@ -136,6 +140,8 @@ class Argus:
             raise ValueError(f"k_aug and batch_size must be >= 1 ({self.k_aug}, {self.batch_size})")
         if self.max_views is not None and self.max_views < 1:
             raise ValueError(f"max_views must be >= 1 or None, got {self.max_views}")
+        if self.max_chars is not None and self.max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
         if self.targeting not in TARGETINGS:
             raise ValueError(f"targeting must be one of {TARGETINGS}, got {self.targeting!r}")
         if self.kb_match not in KB_MATCHES:
@@ -247,6 +253,7 @@ class Argus:
             "kb_match": self.kb_match,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
+            "max_chars": self.max_chars,
             "targeting": self.targeting,
             "ner_model": self.ner_model or DEFAULT_SPACY_MODEL,
         }
@@ -302,8 +309,18 @@ class Argus:
         document: a document that fails alone gets an empty diagnosis (it passes through without
         views) and ``(id, error)`` in ``failures``. When every document fails alone, the fault is
         not theirs (a broken probe, a missing model) and the first error is raised.
+
+        A document over ``max_chars`` never reaches the models: it is refused the same way.
         """
         todo = [d for d in batch if not _earlier_output(d) and d.text.strip()]
+        refused = {d.id: why for d in todo if (why := too_long(d.index_text, self.max_chars))}
+        if refused:
+            if failures is None:
+                raise ArgusInputError("document {!r}: {}".format(*next(iter(refused.items()))))
+            for doc_id, why in refused.items():
+                logger.warning("document %r not diagnosed: %s", doc_id, why)
+            failures += refused.items()
+            todo = [d for d in todo if d.id not in refused]
         try:
             done = self.diagnoser.diagnose([d.index_text for d in todo], [d.id for d in todo])
         except Exception:
@@ -432,15 +449,14 @@ class Argus:
         ``pool`` fills it from other documents first (a resumed run passes its corpus from the
         start).
         """
+        diagnosed = ((batch, self._diagnose(batch, failures)) for batch in batches)
         if self.targeting == "probe":
-            for batch in batches:
-                yield batch, self._diagnose(batch, failures)
+            yield from diagnosed
             return
         from argus_ir.remedy import targeting
 
-        encoder = self._get("encoder")
         reach = targeting.CorpusReach(
-            encoder.embed_documents,
+            self._get("encoder").embed_documents,
             k=targeting.DEFAULT_REACH_K,
             pool_size=targeting.DEFAULT_REACH_POOL,
         )
@@ -450,21 +466,7 @@ class Argus:
                 reach.add(self._diagnose(batch, None if failures is None else []))
                 if reach.full:
                     break
-        held: list[tuple[list[Document], list[Diagnosis]]] = []
-        for batch in batches:
-            diagnoses = self._diagnose(batch, failures)
-            if not reach.full:
-                reach.add(diagnoses)
-                held.append((batch, diagnoses))
-                if not reach.full:
-                    continue
-                for kept, ds in held:
-                    yield kept, reach.score(ds)
-                held = []
-                continue
-            yield batch, reach.score(diagnoses)
-        for kept, ds in held:  # a corpus smaller than the pool is its own pool
-            yield kept, reach.score(ds)
+        yield from targeting.scored_by_reach(diagnosed, reach)
 
     def plan(
         self,

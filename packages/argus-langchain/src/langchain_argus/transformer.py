@@ -65,6 +65,9 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     context_threshold: float | None = _CORE["context_threshold"]
     max_views: int | None = _CORE["max_views"]
     """At most this many views per document, riskiest entities first (``None``: no budget)."""
+    max_chars: int | None = _CORE["max_chars"]
+    """The longest document diagnosed, in characters; a longer one is passed through without
+    views and listed in ``last_stats["failures"]`` (``None``: no limit)."""
     targeting: str = _CORE["targeting"]
     """Which entities get views: ``"probe"`` (predicted RPS below ``tau``) or ``"corpus"`` (the
     document is not in the top 10 for the entity's name among the first 800 documents given)."""

@@ -65,6 +65,7 @@ class ArgusTransform(TransformComponent):
         default=_CORE["context_threshold"], description=_DOCS["context_threshold"]
     )
     max_views: int | None = Field(default=_CORE["max_views"], description=_DOCS["max_views"])
+    max_chars: int | None = Field(default=_CORE["max_chars"], description=_DOCS["max_chars"])
     targeting: str = Field(default=_CORE["targeting"], description=_DOCS["targeting"])
     llm: str | None = Field(default=_CORE["llm"], description=_DOCS["llm"])
     prompt_version: str = Field(

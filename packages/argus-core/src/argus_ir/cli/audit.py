@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir.cli.common import encoder
-from argus_ir.cli.options import degree_cap, ints, retriever_options
+from argus_ir.cli.options import degree_cap, ints, out_folder_option, retriever_options
 from argus_ir.errors import ArgusInputError
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-neutrals", type=int, default=800, help="pool size N (default 800)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", type=Path, help="vector cache folder (makes the audit resumable)")
-    p.add_argument("--out", type=Path, required=True, help="output folder")
+    out_folder_option(p, "output folder", inputs=lambda args: [args.shared_data, args.cache])
     p.add_argument("--report", action="store_true", help="also write the report into OUT/report")
     retriever_options(p)
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argus_ir.cli.common import argus_settings, check_out, corpus_arg
+from argus_ir.cli.common import argus_settings, corpus_arg
 from argus_ir.cli.options import overwrite_option, remedy_options, retriever_options
 from argus_ir.errors import ArgusInputError
 from argus_ir.remedy import DEFAULT_REMEDY
@@ -43,9 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "dataset folder (its corpus.jsonl)",
     )
     p.add_argument("--out", type=Path, help="augmented corpus, JSONL (required unless --dry-run)")
-    overwrite_option(p)
+    overwrite_option(p, resumes=True)
     p.add_argument(
-        "--stats", type=Path, help="stats JSON (default: OUT with .stats.json, or stdout summary)"
+        "--stats",
+        type=Path,
+        help="stats JSON (default: OUT with .stats.json, or stdout summary); like --out, an "
+        "existing file is refused without --overwrite",
     )
     p.add_argument("--remedy", choices=REMEDIES, default=DEFAULT_REMEDY)
     remedy_options(p)
@@ -55,8 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="ask this LLM ('openai:BASE_URL[@MODEL]', 'vllm:MODEL', 'transformers[:MODEL]') for "
         "a one-line description of each flagged mention the KB does not know by name; replies "
-        "are cached beside --out, and views built from them say argus_kb_generated (default: "
-        "no LLM knowledge)",
+        "are cached beside --out, and views built from them say argus_kb_generated. An openai: "
+        "server is waited for --llm-timeout seconds (default 30) and retried --llm-retries "
+        "times; after 3 failed lookups in a row the run stops asking and goes on without it. "
+        "The stats count kb_llm_calls and kb_llm_failures (default: no LLM knowledge)",
     )
     p.add_argument(
         "--docs-per-batch",
@@ -80,8 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("local", "ray"),
         default="local",
         help="local: this process, streamed and resumable (default); ray: a Ray Data pipeline "
-        "(extra [ray]) whose actors each hold warm models; --out is then a folder of Parquet "
-        "files, with a failure column instead of the stats file",
+        "whose actors each hold warm models (the [ray] extra, not part of [all]: pip install "
+        "'argus-ir[ray]'); --out is then a folder of Parquet files, with a failure column "
+        "instead of the stats file",
     )
     p.add_argument(
         "--workers",
@@ -97,13 +103,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _kb_with_llm(args: argparse.Namespace) -> Any:
-    """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.kb.llm)."""
-    from argus_ir.kb.llm import LLMKnowledge, with_llm_knowledge
+    """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.kb.llm); an
+    openai: backend waits ``--llm-timeout`` (default :data:`argus_ir.kb.llm.TIMEOUT`) and retries
+    ``--llm-retries`` times."""
+    from argus_ir.kb.llm import TIMEOUT, LLMKnowledge, with_llm_knowledge
     from argus_ir.kb.shipped import resolve_kb
     from argus_ir.llm import load_llm
 
+    options: dict[str, Any] = {}
+    if str(args.kb_llm).startswith("openai:"):
+        options["timeout"] = TIMEOUT if args.llm_timeout is None else args.llm_timeout
+        if args.llm_retries is not None:
+            options["max_retries"] = args.llm_retries
     try:
-        llm = load_llm(args.kb_llm)
+        llm = load_llm(args.kb_llm, **options)
     except ValueError as exc:
         raise ArgusInputError(f"--kb-llm: {exc}") from None
     cache = None if args.out is None else args.out.with_name(args.out.name + ".kb-llm-cache")
@@ -113,21 +126,54 @@ def _kb_with_llm(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Augment ``corpus`` into ``--out`` (or, with ``--dry-run``, only count what it would add)."""
-    import json
+    import contextlib
 
-    from argus_ir.pipeline import Argus
-    from argus_ir.runners.stream import augment_file, checkpoint_path
+    from argus_ir.outputs import claim_output
+    from argus_ir.runners.checkpoint import load_checkpoint
+    from argus_ir.runners.stream import (
+        check_paths,
+        checkpoint_path,
+        corpus_file,
+        scan_corpus,
+        stats_file_for,
+    )
 
     if args.out is None and not args.dry_run:
         raise ArgusInputError("--out is required (or pass --dry-run)")
-    if args.out is not None and not args.dry_run:
-        check_out(args.out, corpus_arg(args.corpus), args.overwrite)
+    corpus = corpus_arg(args.corpus)
     if args.engine == "ray" and args.targeting == "corpus":
         raise ArgusInputError(
             "--targeting corpus measures each document against the first documents of the "
             "whole corpus, which Ray's blocks do not share; use --engine local (or "
             "--targeting probe)"
         )
+    if args.engine == "ray":
+        return _augment_on_ray(args, corpus)
+    out = None if args.dry_run else args.out
+    stats = stats_file_for(args.out, args.stats)
+    check_paths(corpus, out, stats, overwrite=args.overwrite, cli=True)  # before any model loads
+    ckpt = None if out is None else checkpoint_path(out)
+    state = None if ckpt is None or args.no_resume else load_checkpoint(ckpt)
+    total = scan_corpus(corpus)  # every record checked before any work
+    claim = (
+        contextlib.nullcontext()
+        if out is None
+        else claim_output(
+            out,
+            flag="--out",
+            taken={"the input corpus": corpus_file(corpus)},
+            overwrite=args.overwrite,
+        )
+    )
+    with claim:  # a second run on --out stops here, before loading its models
+        return _augment_locally(args, corpus, stats, state, ckpt, total)
+
+
+def _loaded_argus(args: argparse.Namespace) -> Any:
+    """The :class:`~argus_ir.pipeline.Argus` of the options, every model and the KB loaded (a
+    missing extra fails before any document)."""
+    from argus_ir.pipeline import Argus
+
     options = argus_settings(args)
     if args.kb_llm:
         options["kb"] = _kb_with_llm(args)
@@ -137,21 +183,35 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.docs_per_batch,
         show_progress=not args.quiet,
     )
-    argus.load()  # every model and the KB now: a missing extra fails before any document
-    if args.engine == "ray":
-        return _augment_on_ray(args, argus)
-    ckpt = None if args.out is None else checkpoint_path(args.out)
-    if ckpt is not None and ckpt.is_file() and not args.no_resume and not args.dry_run:
-        done = json.loads(ckpt.read_text(encoding="utf-8")).get("documents_done", "?")
+    argus.load()
+    return argus
+
+
+def _augment_locally(
+    args: argparse.Namespace,
+    corpus: Path,
+    stats: Path | None,
+    state: dict[str, Any] | None,
+    ckpt: Path | None,
+    total: int,
+) -> int:
+    """``argus augment --engine local``: streamed, checkpointed, resumable."""
+    from argus_ir.runners.stream import augment_file
+
+    argus = _loaded_argus(args)
+    if state is not None:
+        done = state["documents_done"]
         print(f"resuming an interrupted run after {done} documents ({ckpt})", file=sys.stderr)
     try:
         summary = augment_file(  # the stats file records Argus.settings_card()
             argus,
-            corpus_arg(args.corpus),
+            corpus,
             args.out,
-            stats_path=args.stats,
+            stats_path=stats,
             dry_run=args.dry_run,
             resume=not args.no_resume,
+            overwrite=args.overwrite,
+            total=total,
         )
     except BaseException:
         if ckpt is not None and ckpt.is_file():
@@ -166,7 +226,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(args: argparse.Namespace, summary: Any) -> None:
-    """One line of totals on stdout, fallbacks and the first failures on stderr."""
+    """One line of totals on stdout; fallbacks, why ``--kb-llm`` failed or was given up on, and
+    the first failures on stderr."""
     stats = summary.stats
     verb = "would add" if args.dry_run else "added"
     kinds = f"{stats.views} {args.remedy} views"
@@ -179,6 +240,11 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
         f"{stats.documents} documents, {stats.flagged_entities} flagged entities; {verb} "
         f"{kinds} (index growth {stats.index_growth:.3f}x)"
         + (f", {stats.llm_calls} LLM calls" if args.remedy == "synthesis" else "")
+        + (
+            f", {stats.kb_llm_calls} KB-LLM calls ({stats.kb_llm_failures} failed lookups)"
+            if args.kb_llm
+            else ""
+        )
         + (f", {stats.no_kb_hit} entities without KB hit" if stats.no_kb_hit else "")
         + (
             " (KB answers: " + ", ".join(f"{k} {v}" for k, v in stats.kb_sources.items()) + ")"
@@ -195,28 +261,45 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
     )
     if stats.fallbacks:
         print(f"  {stats.fallbacks} documents fell back to descriptor views", file=sys.stderr)
+    if stats.kb_llm_gave_up:
+        print(f"  --kb-llm: {stats.kb_llm_gave_up}", file=sys.stderr)
+    elif stats.kb_llm_failures:
+        print(f"  --kb-llm: the last failed lookup: {stats.kb_llm_last_error}", file=sys.stderr)
     for doc_id, error in stats.failures[:5]:
         print(f"  failed: document {doc_id!r}: {error}", file=sys.stderr)
     if summary.stats_path is not None:
         print(f"stats: {summary.stats_path}")
 
 
-def _augment_on_ray(args: argparse.Namespace, argus: Any) -> int:
-    """``argus augment --engine ray``: the same views through Ray Data, Parquet out."""
-    from argus_ir.runners.ray_data import augment_files
+def _augment_on_ray(args: argparse.Namespace, corpus: Path) -> int:
+    """``argus augment --engine ray``: the same views through Ray Data, a folder of Parquet out
+    (an earlier Ray output folder is replaced with ``--overwrite``)."""
+    from argus_ir.outputs import check_output, claim_output
+    from argus_ir.runners.ray_data import augment_files, is_output_folder
 
     if args.dry_run:
         raise ArgusInputError("--dry-run runs with --engine local only")
     if args.workers < 1:
         raise ArgusInputError(f"--workers must be at least 1, got {args.workers}")
-    summary = augment_files(
-        corpus_arg(args.corpus),
-        args.out,
-        argus,
-        workers=args.workers,
-        address=args.ray_address,
-        show_progress=not args.quiet,
-    )
+    rule = {
+        "flag": "--out",
+        "inputs": [corpus],
+        "overwrite": args.overwrite,
+        "folder": True,
+        "kind": "Ray output folder (Parquet files only)",
+        "is_kind": is_output_folder,
+    }
+    check_output(args.out, **rule)  # before any model loads
+    with claim_output(args.out, **rule):
+        summary = augment_files(
+            corpus,
+            args.out,
+            _loaded_argus(args),
+            workers=args.workers,
+            address=args.ray_address,
+            show_progress=not args.quiet,
+            overwrite=args.overwrite,
+        )
     print(
         f"{summary.documents} documents; added {summary.views} {args.remedy} views on "
         f"{args.workers} Ray workers -> {args.out}/ (Parquet)"

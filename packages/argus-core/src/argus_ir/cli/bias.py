@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from argus_ir.cli.options import DeprecatedAlias
+from argus_ir.cli.options import DeprecatedAlias, out_folder_option
 
 __all__ = ["add_parser", "run"]
 
@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "effect sizes and the foil test's accuracy (results.json, README.md, bias.png).",
     )
     p.add_argument("data", type=Path, help="Re-DocRED-format JSON (e.g. dev_revised.json)")
-    p.add_argument("--out", type=Path, required=True, help="report folder")
+    out_folder_option(p, "report folder", inputs=lambda args: [args.data], resumes="resume")
     p.add_argument(
         "--retriever",
         action="append",

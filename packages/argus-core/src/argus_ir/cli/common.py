@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 __all__ = [
     "argus_settings",
     "beir_datasets",
-    "check_out",
     "corpus_arg",
     "encoder",
     "llm_arg",
@@ -42,13 +41,21 @@ def encoder(args: argparse.Namespace) -> TokenEncoder:
 
 
 def llm_arg(args: argparse.Namespace) -> Any:
-    """``--llm`` as a spec, or as a backend when ``--llm-timeout`` / ``--llm-retries`` are set."""
+    """``--llm`` as a spec, or as a backend when ``--llm-timeout`` / ``--llm-retries`` are set.
+
+    The two options apply to every openai: backend of the command: ``--llm``'s and
+    ``--kb-llm``'s (``argus augment`` builds that one); they are refused when neither is one.
+    """
     timeout, retries = args.llm_timeout, args.llm_retries
     if timeout is None and retries is None:
         return args.llm
     if not str(args.llm).startswith("openai:"):
+        kb_llm = getattr(args, "kb_llm", None)
+        if str(kb_llm).startswith("openai:"):
+            return args.llm  # they are --kb-llm's
         raise ArgusInputError(
-            f"--llm-timeout and --llm-retries apply to an openai: backend, not {args.llm!r}"
+            f"--llm-timeout and --llm-retries apply to an openai: backend (--llm or --kb-llm), "
+            f"not {args.llm!r}" + (f" or {kb_llm!r}" if kb_llm else "")
         )
     from argus_ir.llm import load_llm
 
@@ -75,6 +82,7 @@ def argus_settings(args: argparse.Namespace) -> dict[str, Any]:
         "kb_match": args.kb_match,
         "context_threshold": args.context_threshold,
         "max_views": args.max_views,
+        "max_chars": args.max_chars,
         "targeting": args.targeting,
         "llm": llm_arg(args),
         "ner_model": args.ner_model,
@@ -86,20 +94,6 @@ def argus_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- corpus and output paths -------------------------------------------------------------------
-
-
-def check_out(out: Path, corpus: Path, overwrite: bool) -> None:
-    """Refuse, before any work, an output that is a folder, is the input, or already exists."""
-    from argus_ir.runners.stream import corpus_file
-
-    if out.is_dir():
-        raise ArgusInputError(f"--out {out} is a folder; name the file to write")
-    if not out.exists():
-        return
-    if out.resolve() == corpus_file(corpus).resolve():  # a BEIR folder's corpus.jsonl counts
-        raise ArgusInputError(f"--out {out} is the input corpus; write the output somewhere else")
-    if not overwrite:
-        raise ArgusInputError(f"{out} exists; pass --overwrite to replace it")
 
 
 def corpus_arg(path: Path) -> Path:

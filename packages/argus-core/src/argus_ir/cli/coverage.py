@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from argus_ir.cli.options import split_option
+from argus_ir.cli.options import out_folder_option, split_option
 
 __all__ = ["add_parser", "run"]
 
@@ -24,7 +24,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "LLM) writes queries for strata no query touches.",
     )
     p.add_argument("dataset", type=Path, help="a BEIR dataset folder")
-    p.add_argument("--out", type=Path, required=True, help="report folder")
+    out_folder_option(p, "report folder", inputs=lambda args: [args.dataset])
     split_option(p)
     p.add_argument(
         "--retriever",

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from argus_ir.cli.common import check_out, corpus_arg, read_corpus
+from argus_ir.cli.common import corpus_arg, read_corpus
 from argus_ir.cli.options import overwrite_option, probe_options, retriever_options
 
 if TYPE_CHECKING:
@@ -60,11 +60,38 @@ def diagnosis_row(d: Diagnosis) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Diagnose ``--corpus``, write the rows into ``--out``, print the worst documents."""
     from argus_ir.io import atomic_path
-    from argus_ir.pipeline import Argus
-    from argus_ir.runners.stream import json_line
+    from argus_ir.outputs import check_output, claim_output
+    from argus_ir.runners.stream import corpus_file, json_line
 
-    check_out(args.out, corpus_arg(args.corpus), args.overwrite)
+    rule = {
+        "flag": "--out",
+        "taken": {"the input corpus": corpus_file(corpus_arg(args.corpus))},
+        "overwrite": args.overwrite,
+    }
+    check_output(args.out, **rule)  # before any model loads
     docs = read_corpus(args.corpus)
+    with claim_output(args.out, **rule):  # a second run on --out stops here
+        results, tau = _diagnose(args, docs)
+        check_output(args.out, **rule)  # again, right before the write
+        with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for r in results:
+                fh.write(json_line(diagnosis_row(r)))
+    hit = [r for r in results if r.flagged]
+    print(
+        f"{len(hit)} of {len(results)} documents hold entities below tau = "
+        f"{tau:g} ({sum(len(r.flagged) for r in hit)} flagged surface forms) "
+        f"-> {args.out}"
+    )
+    for r in sorted(hit, key=lambda r: r.min_rps)[: args.top]:
+        names = ", ".join(f"{e.surface} ({e.rps:.2f})" for e in r.flagged)
+        print(f"  {r.doc_id}: {names}")
+    return 0
+
+
+def _diagnose(args: argparse.Namespace, docs: list[Any]) -> tuple[list[Diagnosis], float]:
+    """Every document's diagnosis under the options, and the threshold it used."""
+    from argus_ir.pipeline import Argus
+
     argus = Argus(
         retriever=args.retriever,
         probe=args.probe,
@@ -77,17 +104,4 @@ def run(args: argparse.Namespace) -> int:
         encoder_batch_size=args.batch_size,
         show_progress=not args.quiet,
     )
-    results = list(argus.diagnose(docs))
-    with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for r in results:
-            fh.write(json_line(diagnosis_row(r)))
-    hit = [r for r in results if r.flagged]
-    print(
-        f"{len(hit)} of {len(results)} documents hold entities below tau = "
-        f"{argus.diagnoser.tau:g} ({sum(len(r.flagged) for r in hit)} flagged surface forms) "
-        f"-> {args.out}"
-    )
-    for r in sorted(hit, key=lambda r: r.min_rps)[: args.top]:
-        names = ", ".join(f"{e.surface} ({e.rps:.2f})" for e in r.flagged)
-        print(f"  {r.doc_id}: {names}")
-    return 0
+    return list(argus.diagnose(docs)), argus.diagnoser.tau

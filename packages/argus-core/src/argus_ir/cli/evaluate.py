@@ -10,6 +10,7 @@ from typing import Any
 
 from argus_ir.cli.common import argus_settings, beir_datasets, write_evaluation
 from argus_ir.cli.options import (
+    out_folder_option,
     remedy_options,
     retriever_options,
     split_option,
@@ -32,7 +33,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "nDCG/recall come from ir-measures with a paired t-test against the original index.",
     )
     p.add_argument("datasets", type=Path, nargs="+", help="BEIR dataset folders")
-    p.add_argument("--out", type=Path, required=True, help="folder for results.json/.md, per_query")
+    out_folder_option(
+        p, "folder for results.json/.md, per_query", inputs=lambda args: args.datasets
+    )
     split_option(p)
     p.add_argument(
         "--remedy",

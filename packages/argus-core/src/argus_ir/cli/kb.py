@@ -42,7 +42,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             metavar="FILE",
             help=f"a {fmt} input (repeatable)",
         )
-    p.add_argument("--out", type=Path, required=True, help="the KB folder to write")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the KB folder to write: a new or empty folder, or with --overwrite an existing KB "
+        "folder (a folder that is not a KB is never replaced)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an existing KB folder")
     p.add_argument("--limit", type=int, help="stop after this many passages (a trial build)")
     return kb
 
@@ -55,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
     from argus_ir.kb.disk import build_disk_kb
     from argus_ir.kb.dumps import FORMATS, LICENCES, merge, read_dump, read_wikidata
+    from argus_ir.kb.reference import is_kb_folder
+    from argus_ir.outputs import check_output, claim_output
 
     inputs = [(fmt, path) for fmt in FORMATS for path in getattr(args, fmt.replace("-", "_"))]
     if not inputs:
@@ -64,6 +73,15 @@ def run(args: argparse.Namespace) -> int:
     for _, path in inputs:
         if not path.is_file():
             raise ArgusInputError(f"KB input not found: {path}")
+    rule = {
+        "flag": "--out",
+        "inputs": [path for _, path in inputs],
+        "overwrite": args.overwrite,
+        "folder": True,
+        "kind": "KB folder",
+        "is_kind": is_kb_folder,
+    }
+    check_output(args.out, **rule)  # before any input is read
     texts = itertools.chain.from_iterable(read_dump(f, p) for f, p in inputs if f != "wikidata")
     wikidata = [p for f, p in inputs if f == "wikidata"]
     records = merge(
@@ -86,7 +104,14 @@ def run(args: argparse.Namespace) -> int:
             "bytes": path.stat().st_size,
             "head_sha256": head,
         }
-    folder = build_disk_kb(records, args.out, sources=sources, show_progress=not args.quiet)
+    with claim_output(args.out, **rule):  # a second build into --out stops here
+        folder = build_disk_kb(
+            records,
+            args.out,
+            sources=sources,
+            show_progress=not args.quiet,
+            overwrite=args.overwrite,
+        )
     card = json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))
     c = card["counts"]
     print(

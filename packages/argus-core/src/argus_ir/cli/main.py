@@ -6,6 +6,7 @@ module's ``run``, sets up logging, and turns an error into one line on stderr an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quiet:  # also the model-loading bars of transformers / the hub
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
-        code: int = COMMANDS[args.command].run(args)
+        with _claimed_out_folder(args):
+            code: int = COMMANDS[args.command].run(args)
         return code
     except KeyboardInterrupt:
         if args.debug:
@@ -88,6 +90,25 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"argus {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _claimed_out_folder(args: argparse.Namespace) -> contextlib.AbstractContextManager[object]:
+    """The ``--out`` folder of a command that writes into one (``out_folder_option``), checked
+    by the rule of :mod:`argus_ir.outputs` and locked for the run; nothing for other commands."""
+    if not hasattr(args, "out_folder"):
+        return contextlib.nullcontext()
+    from argus_ir.outputs import check_output, claim_output
+
+    inputs, resumes = args.out_folder
+    rule = {
+        "flag": "--out",
+        "inputs": [path for path in inputs(args) if path is not None],
+        "overwrite": args.overwrite or bool(resumes and getattr(args, resumes)),
+        "folder": True,
+        "is_kind": lambda folder: True,  # these commands write their files into it, delete none
+    }
+    check_output(args.out, **rule)
+    return claim_output(args.out, **rule)
 
 
 def one_line(exc: BaseException) -> str:

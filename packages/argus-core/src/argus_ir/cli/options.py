@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from argus_ir.diagnose import DEFAULT_MAX_CHARS
 from argus_ir.kb.places import DEFAULT_KB as DEFAULT_KB_NAME
 from argus_ir.kb.places import DEFAULT_KB_MATCH, KB_MATCHES
 from argus_ir.remedy.targeting import DEFAULT_TARGETING, TARGETINGS
@@ -22,7 +24,9 @@ __all__ = [
     "global_options",
     "ints",
     "llm_option",
+    "max_chars",
     "max_views",
+    "out_folder_option",
     "overwrite_option",
     "precision_option",
     "probe_options",
@@ -79,6 +83,11 @@ def max_views(raw: str) -> int | None:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1 (or 'off'), got {value}")
     return value
+
+
+def max_chars(raw: str) -> int | None:
+    """``--max-chars``: a positive whole number, or ``off`` for no limit."""
+    return max_views(raw)
 
 
 # -- renamed flags -----------------------------------------------------------------------------
@@ -263,6 +272,14 @@ def remedy_options(p: argparse.ArgumentParser) -> None:
         "default)",
     )
     p.add_argument(
+        "--max-chars",
+        type=max_chars,
+        default=DEFAULT_MAX_CHARS,
+        help="the longest document diagnosed, in characters of title and text; a longer one is "
+        "refused at once, kept as read without views and named with its length in the stats' "
+        f"failures ('off': no limit) (default: {DEFAULT_MAX_CHARS}, spaCy's own limit)",
+    )
+    p.add_argument(
         "--targeting",
         choices=TARGETINGS,
         default=DEFAULT_TARGETING,
@@ -273,14 +290,39 @@ def remedy_options(p: argparse.ArgumentParser) -> None:
     probe_options(p)
 
 
-def overwrite_option(p: argparse.ArgumentParser) -> None:
-    """``--overwrite`` of a command that writes one output file."""
+def overwrite_option(p: argparse.ArgumentParser, *, resumes: bool = False) -> None:
+    """``--overwrite`` of a command that writes one output (``resumes``: the command resumes an
+    interrupted run without it, and says so)."""
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing --out (without it an existing output is refused; an "
-        "interrupted run still resumes on its own)",
+        help="replace an existing --out (without it an existing output is refused"
+        + ("; an interrupted run still resumes on its own)" if resumes else ")"),
     )
+
+
+def out_folder_option(
+    p: argparse.ArgumentParser,
+    help: str,
+    *,
+    inputs: Callable[[argparse.Namespace], Sequence[Any]] = lambda args: (),
+    resumes: str | None = None,
+) -> None:
+    """``--out FOLDER`` and ``--overwrite`` of a command that writes files into a folder.
+
+    :func:`argus_ir.cli.main.main` applies the rule of :mod:`argus_ir.outputs` before the command
+    runs and holds the folder's lock while it does: the folder is none of ``inputs(args)`` and
+    holds none of them, and a non-empty one is refused without ``--overwrite`` (or the option
+    named by ``resumes``, which continues an earlier run in it).
+    """
+    p.add_argument("--out", type=Path, required=True, help=help)
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into an existing, non-empty --out folder, replacing the files of an "
+        "earlier run (without it such a folder is refused)",
+    )
+    p.set_defaults(out_folder=(inputs, resumes))
 
 
 def split_option(p: argparse.ArgumentParser) -> None:

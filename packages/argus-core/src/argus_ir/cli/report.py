@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from argus_ir.cli.options import out_folder_option
+
 __all__ = ["add_parser", "run"]
 
 
@@ -15,7 +17,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("report", help="write the Markdown + PNG report of an audit")
     p.add_argument("--audit", type=Path, required=True)
     p.add_argument("--probe", type=Path, help="probe folder (adds the probe table)")
-    p.add_argument("--out", type=Path, required=True)
+    out_folder_option(p, "report folder", inputs=lambda args: [args.audit, args.probe])
     return p
 
 

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from argus_ir.cli.common import beir_datasets, write_evaluation
-from argus_ir.cli.options import DeprecatedAlias, llm_option, split_option, subset_options
+from argus_ir.cli.options import (
+    DeprecatedAlias,
+    llm_option,
+    out_folder_option,
+    split_option,
+    subset_options,
+)
 from argus_ir.errors import ArgusInputError
 
 __all__ = ["add_parser", "run"]
@@ -39,7 +45,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "phrases beside the unchanged documents (enrichment.jsonl).",
     )
     p.add_argument("corpus", type=Path, help="JSONL documents (BEIR corpus.jsonl works)")
-    p.add_argument("--out", type=Path, required=True, help="index folder")
+    out_folder_option(p, "index folder", inputs=lambda args: [args.corpus])
     _df_share_option(p)
     _llm_options(p, "corpus-side enrichment")
 
@@ -59,7 +65,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "each condition; results.json/.md and per_query.jsonl as for `argus evaluate`.",
     )
     p.add_argument("datasets", type=Path, nargs="+", help="BEIR dataset folders")
-    p.add_argument("--out", type=Path, required=True, help="results folder")
+    out_folder_option(p, "results folder", inputs=lambda args: args.datasets)
     split_option(p)
     p.add_argument(
         "--conditions",

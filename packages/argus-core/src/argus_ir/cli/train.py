@@ -8,6 +8,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from argus_ir.cli.options import out_folder_option
+
 __all__ = ["add_arguments", "add_parser", "run"]
 
 
@@ -37,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", choices=("tiny", "cpu", "full"), default="cpu", help="sweep size")
     p.add_argument("--tau", type=float, default=0.3, help="flagging threshold recorded in the card")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="probe folder to write")
+    out_folder_option(p, "probe folder to write", inputs=lambda args: [args.audit])
     p.add_argument("--report", type=Path, help="also write the report (with calibration) here")
 
 

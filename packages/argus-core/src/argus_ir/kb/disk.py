@@ -33,6 +33,7 @@ import numpy as np
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
+from argus_ir.io import replace_folder
 from argus_ir.kb.reference import (  # one KB family: the card and index names are the in-memory KB's
     _INDEX,
     CARD_FILE,
@@ -41,8 +42,10 @@ from argus_ir.kb.reference import (  # one KB family: the card and index names a
     Passage,
     _bm25s,
     _tokenize,
+    is_kb_folder,
     read_card,
 )
+from argus_ir.outputs import check_output
 from argus_ir.text.grounding import normalize
 
 __all__ = ["DISK_FORMAT_VERSION", "DiskKB", "build_disk_kb", "load_kb_folder"]
@@ -64,8 +67,13 @@ def build_disk_kb(
     *,
     sources: Mapping[str, Any] | None = None,
     show_progress: bool = False,
+    overwrite: bool = False,
 ) -> Path:
-    """Stream ``(passage, aliases)`` records into a disk KB folder (replaced as a whole).
+    """Stream ``(passage, aliases)`` records into a disk KB folder.
+
+    The folder is built as a new sibling and renamed into place when complete. An existing KB
+    folder is replaced only with ``overwrite``; a non-empty folder that is not a KB is never
+    touched (:mod:`argus_ir.outputs` states the rule).
 
     Passages are written as they come; only their ids, name keys and the texts for the BM25
     index are held until the index is built. A repeated id keeps the first passage (counted in
@@ -77,14 +85,16 @@ def build_disk_kb(
         folder: The KB folder to write.
         sources: What the card records about the input (file names, formats, licences, counts).
         show_progress: Progress bars for tokenising and indexing.
+        overwrite: Replace an existing KB folder.
 
     Raises:
-        ArgusInputError: No passage was read.
+        ArgusInputError: No passage was read, or ``folder`` may not be written.
     """
     import pyarrow as pa
 
     bm25s = _bm25s()
-    target = Path(folder)
+    rule = {"flag": "folder", "overwrite": overwrite, "folder": True}
+    target = check_output(folder, **rule, kind="KB folder", is_kind=is_kb_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     schema = pa.schema(
@@ -159,9 +169,8 @@ def build_disk_kb(
         (tmp / CARD_FILE).write_text(
             json.dumps(card, indent=2, ensure_ascii=False), encoding="utf-8"
         )
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        check_output(target, **rule, kind="KB folder", is_kind=is_kb_folder)  # again, at the end
+        replace_folder(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target

@@ -31,9 +31,19 @@ import numpy as np
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
+from argus_ir.io import replace_folder
+from argus_ir.outputs import check_output
 from argus_ir.text.grounding import normalize
 
-__all__ = ["DEFAULT_K_AUG", "KnowledgeBase", "Passage", "ReferenceKB", "ask"]
+__all__ = [
+    "DEFAULT_K_AUG",
+    "KnowledgeBase",
+    "Passage",
+    "ReferenceKB",
+    "ask",
+    "is_kb_folder",
+    "read_card",
+]
 
 DEFAULT_K_AUG = 2
 LOOKUP_CACHE_SIZE = 100_000
@@ -125,6 +135,15 @@ def read_card(src: Path) -> dict[str, Any]:
     if not isinstance(card.get("fingerprint"), str):
         raise ArgusInputError(f"{src / CARD_FILE}: not a KB card (no fingerprint)")
     return card
+
+
+def is_kb_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a KB card (a folder of either KB kind, which argus may replace)."""
+    try:
+        read_card(folder)
+    except ArgusInputError:
+        return False
+    return True
 
 
 def ask(
@@ -313,8 +332,16 @@ class ReferenceKB:
     # -- persistence ------------------------------------------------------------------------------
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Write the KB into ``folder`` (replaced as a whole; a failure leaves nothing new)."""
-        target = Path(folder)
+        """Write the KB into ``folder``, all or nothing: an existing KB folder there is replaced, a
+        non-empty folder that is not a KB is refused (:mod:`argus_ir.outputs`)."""
+        target = check_output(
+            folder,
+            flag="folder",
+            overwrite=True,
+            folder=True,
+            kind="KB folder",
+            is_kind=is_kb_folder,
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
@@ -329,9 +356,7 @@ class ReferenceKB:
                 "tokenizer": "bm25s.tokenize(stopwords='en')",
             }
             (tmp / CARD_FILE).write_text(json.dumps(card, indent=2), encoding="utf-8")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
+            replace_folder(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return target

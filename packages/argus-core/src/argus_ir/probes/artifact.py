@@ -21,6 +21,8 @@ import numpy as np
 
 from argus_ir._version import __version__
 from argus_ir.errors import ArgusInputError, ProbeMismatchError
+from argus_ir.io import replace_folder
+from argus_ir.outputs import check_output
 from argus_ir.probes.base import FAMILIES, ProbeModel
 from argus_ir.probes.families import model_class
 
@@ -223,32 +225,23 @@ class TrainedProbe:
         Raises:
             ArgusInputError: ``directory`` exists and is neither empty nor a probe folder.
         """
-        target = Path(directory)
-        if target.exists() and (
-            not target.is_dir() or (any(target.iterdir()) and not (target / CARD_FILE).exists())
-        ):
-            raise ArgusInputError(f"{target} exists and is not a probe folder; not overwriting it")
+        target = check_output(
+            directory,
+            flag="directory",
+            overwrite=True,  # a probe folder is replaced, as documented
+            folder=True,
+            kind="probe folder",
+            is_kind=lambda folder: (folder / CARD_FILE).exists(),
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        old: Path | None = None
         try:
             self.model.save(tmp)
             text = json.dumps(self.card.to_dict(), indent=2, sort_keys=True)
             (tmp / CARD_FILE).write_text(text + "\n", encoding="utf-8")
-            if target.exists():
-                old = Path(
-                    tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
-                )
-                os.replace(target, old / "probe")
-            os.replace(tmp, target)
-        except BaseException:
-            if old is not None and not target.exists():
-                os.replace(old / "probe", target)
-            raise
+            replace_folder(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
         return target
 
     @classmethod

@@ -13,8 +13,9 @@ embedding function. A streaming ingest holds its first batches back until the po
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,7 +29,10 @@ __all__ = [
     "TARGETINGS",
     "CorpusReach",
     "max_reach",
+    "scored_by_reach",
 ]
+
+B = TypeVar("B")
 
 TARGETINGS = ("probe", "corpus")
 """How entities are chosen for views: ``probe`` (the diagnoser's predicted RPS below τ, the
@@ -82,22 +86,28 @@ class CorpusReach:
         self.embed = embed
         self.k = k
         self.pool_size = pool_size
-        self._ids: list[str] = []
+        self._position: dict[str, int] = {}  # document id -> its row in the pool
         self._rows: list[np.ndarray] = []
         self._names: dict[str, np.ndarray] = {}
 
     @property
     def full(self) -> bool:
-        return len(self._ids) >= self.pool_size
+        return len(self._rows) >= self.pool_size
 
     def add(self, diagnoses: Sequence[Diagnosis]) -> None:
-        """Take documents into the pool until it is full."""
+        """Take documents into the pool until it is full, each document once.
+
+        Once matters on resume: the pool is refilled from the corpus's start, and a corpus
+        smaller than the pool is read whole there, so the documents still to do come again.
+        """
         for d in diagnoses:
             if self.full:
                 return
             if not np.asarray(d.doc_vector).size:  # not diagnosed (a view of an earlier run)
                 continue
-            self._ids.append(d.doc_id)
+            if d.doc_id in self._position:
+                continue
+            self._position[d.doc_id] = len(self._rows)
             self._rows.append(np.asarray(d.doc_vector, dtype=np.float32))
 
     def _name_vectors(self, names: list[str]) -> np.ndarray:
@@ -110,10 +120,9 @@ class CorpusReach:
 
     def score(self, diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
         """The diagnoses with each entity scored by its reach and flagged below 1 (``tau = 1``)."""
-        if not self._ids:
+        if not self._rows and any(d.entities for d in diagnoses):
             raise ArgusInputError("the reach pool is empty: add documents before scoring")
-        pool = _unit(np.stack(self._rows))
-        position = {doc_id: i for i, doc_id in enumerate(self._ids)}
+        pool = _unit(np.stack(self._rows)) if self._rows else np.zeros((0, 1), dtype=np.float32)
         out = []
         for d in diagnoses:
             names = [e.surface for e in d.entities]
@@ -123,7 +132,7 @@ class CorpusReach:
             queries = self._name_vectors(names)
             own = queries @ _unit(np.asarray(d.doc_vector, dtype=np.float32)[None, :])[0]
             scores = queries @ pool.T
-            at = position.get(d.doc_id)
+            at = self._position.get(d.doc_id)
             if at is not None:
                 scores[:, at] = -np.inf  # a document does not compete with itself
             ranks = 1 + np.count_nonzero(scores > own[:, None], axis=1)
@@ -133,3 +142,22 @@ class CorpusReach:
             )
             out.append(replace(d, entities=entities, tau=1.0))
         return out
+
+
+def scored_by_reach(
+    batches: Iterable[tuple[B, list[Diagnosis]]], reach: CorpusReach
+) -> Iterator[tuple[B, list[Diagnosis]]]:
+    """Each batch with its diagnoses scored by ``reach``, in order; the batches fill its pool
+    first, and are held back until it is full or they end (a corpus smaller than the pool is its
+    own pool)."""
+    held: list[tuple[B, list[Diagnosis]]] = []
+    for batch, diagnoses in batches:
+        if reach.full:
+            yield batch, reach.score(diagnoses)
+            continue
+        reach.add(diagnoses)
+        held.append((batch, diagnoses))
+        if reach.full:
+            yield from [(kept, reach.score(ds)) for kept, ds in held]
+            held = []
+    yield from [(kept, reach.score(ds)) for kept, ds in held]

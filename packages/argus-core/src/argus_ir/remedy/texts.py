@@ -11,6 +11,7 @@ from argus_ir.diagnose import EntityRisk
 from argus_ir.kb import Passage
 
 __all__ = [
+    "VIEW_ID",
     "descriptor_text",
     "focus_texts",
     "masked_passage",
@@ -35,10 +36,15 @@ def passage_text(passage: Passage) -> str:
     return f"{passage.title}: {passage.text}"
 
 
+VIEW_ID = re.compile(r".+#argus-[0-9a-f]{16}")
+"""What every :func:`view_id` looks like (an earlier run's view is recognised by it)."""
+
+
 def view_id(source_id: str, kind: str, entity: str, kb_id: str, settings: str) -> str:
     """Stable id of a view: the same inputs give the same id on every run and machine."""
     key = json.dumps([source_id, kind, entity, kb_id, settings], ensure_ascii=False)
-    return f"{source_id}#argus-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()  # lone surrogates too
+    return f"{source_id}#argus-{digest[:16]}"
 
 
 def _lead_clause(text: str) -> str:

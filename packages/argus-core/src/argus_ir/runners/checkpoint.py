@@ -1,6 +1,6 @@
 """Resumable output for the streaming run: checkpoint, lock and partial files beside ``--out``.
 
-A run writing ``out`` holds ``out.lock`` (the operating system's lock), appends to
+A run writing ``out`` holds ``out.lock`` (:func:`argus_ir.outputs.claim_output`), appends to
 ``out.partial`` and ``out.partial.docs``, and records after each batch how far it got in
 ``out.checkpoint.json``: documents done, a running digest of them, the byte lengths of the
 partial files, the stats so far and the settings card. A later run with the same settings and
@@ -9,11 +9,9 @@ corpus resumes from there; anything else stops with a message saying what differ
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import time
 from collections.abc import Iterator, Mapping
 from itertools import islice
 from pathlib import Path
@@ -21,8 +19,10 @@ from typing import IO, Any
 
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
+from argus_ir.io import naming_file
+from argus_ir.outputs import lock_path
 
-__all__ = ["CHECKPOINT_VERSION", "checkpoint_path", "lock_path"]
+__all__ = ["CHECKPOINT_VERSION", "checkpoint_path", "load_checkpoint", "lock_path"]
 
 CHECKPOINT_VERSION = 1
 
@@ -45,53 +45,18 @@ def _partial_paths(out: Path) -> tuple[Path, Path]:
     return out.with_name(out.name + ".partial"), out.with_name(out.name + ".partial.docs")
 
 
-def lock_path(out: str | os.PathLike[str]) -> Path:
-    """The lock file a run writing ``out`` holds for as long as it runs."""
-    out = Path(out)
-    return out.with_name(out.name + ".lock")
+def load_checkpoint(path: Path) -> dict[str, Any] | None:
+    """An interrupted run's checkpoint (``None`` when there is none).
 
-
-@contextlib.contextmanager
-def _exclusive(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``out`` (and so on its partial file and checkpoint) for the run.
-
-    A second run on the same output stops at once with a message naming the process that holds
-    it. The lock is the operating system's (``flock``): a killed run releases it, and the next
-    run resumes. Where ``fcntl`` does not exist (Windows) no lock is taken.
+    Raises:
+        ArgusInputError: The file is cut, foreign or damaged; the message names it and the way
+            out (``--no-resume``).
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path = lock_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise ArgusInputError(
-                f"{out} is being written by another argus run ({holder}); wait for it to finish "
-                "or choose another --out"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
-        fh.flush()
-        try:
-            yield
-        finally:
-            path.unlink(missing_ok=True)  # still held: nobody else can be inside
-
-
-def _load_checkpoint(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # cut mid-JSON, or not UTF-8
         raise ArgusInputError(
             f"{path}: unreadable checkpoint ({exc}); delete it or start over with --no-resume"
         ) from None
@@ -165,4 +130,5 @@ class _reopen:
 
     def __exit__(self, *exc: object) -> None:
         assert self.fh is not None
-        self.fh.close()
+        with naming_file(self.path):  # the last flush may meet a full disk
+            self.fh.close()

@@ -11,18 +11,32 @@ single-process path (``argus augment``, :func:`argus_ir.runners.stream.augment_f
 >>> augment_dataset(ds, Argus(remedy="expansion"), workers=4).write_parquet("augmented/")  # doctest: +SKIP
 
 Output rows have the columns of :data:`OUTPUT_COLUMNS`: ``_id``, ``title`` and ``text`` as in
-``argus augment``'s JSONL, ``metadata`` as a JSON object string (the lineage), and
-``argus_failure``, set on a document's original row when its views could not be built (the
-original is always there). Input rows need an id (``_id`` or ``id``) and a ``text`` column;
-``title`` is optional. Duplicate ids are caught within a batch only: a distributed dataset has no
-cheap global check, so deduplicate upstream.
+``argus augment``'s JSONL, ``metadata`` as a JSON object string (the lineage), ``argus_failure``,
+set on a document's original row when its views could not be built (the original is always
+there), and ``argus_record``, described next. Input rows need an id (``_id`` or ``id``) and a
+``text`` column; ``title`` is optional. Duplicate ids are caught within a batch only: a distributed
+dataset has no cheap global check, so deduplicate upstream (:func:`augment_files` checks a JSONL or
+CSV corpus whole before it starts, as the single process does).
+
+Originals are never altered, and one kind of string needs care for that: a JSON escape such as
+``"\\ud800"`` reads as a lone surrogate, which Python strings hold but UTF-8, and so Arrow and
+Parquet strings, cannot. JSONL is therefore read line by line (:func:`read_documents`) and parsed
+by the actors, never by Arrow's or pandas' JSON readers, which drop such characters without a
+word. A row with a lone surrogate in ``_id``, ``title`` or ``text`` (an original, or a view of
+one) keeps those columns null where the string cannot be stored, and ``argus_record`` holds the
+whole row exactly as ``argus augment`` writes it to JSONL: a JSON object, with JSON escapes where
+UTF-8 cannot go, that ``json.loads`` reads back to the very strings read. Every other row has
+``argus_record`` null: its columns hold it exactly. ``metadata`` uses the same escapes when it
+must, and :func:`summarize` names the documents whose rows need ``argus_record``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import re
 import shutil
 import warnings
 from dataclasses import dataclass, field
@@ -32,31 +46,48 @@ from typing import TYPE_CHECKING, Any
 from argus_ir._optional import require
 from argus_ir.documents import as_documents
 from argus_ir.errors import ArgusInputError
-from argus_ir.lineage import VIEW_KEY
+from argus_ir.io import replace_folder
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
+from argus_ir.outputs import check_output
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats
-from argus_ir.runners.stream import view_record
+from argus_ir.runners.ray_input import (
+    LINE_COLUMNS,
+    check_corpus,
+    corpus_source,
+    line_documents,
+    read_documents,
+)
+from argus_ir.runners.stream import json_line, view_record
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import ray.data
 
 __all__ = [
+    "LINE_COLUMNS",
     "OUTPUT_COLUMNS",
     "ArgusBatchAugmenter",
     "RaySummary",
     "augment_dataset",
     "augment_files",
     "cpus_needed",
+    "is_output_folder",
     "read_documents",
     "summarize",
 ]
 
-OUTPUT_COLUMNS = ("_id", "title", "text", "metadata", "argus_failure")
+OUTPUT_COLUMNS = ("_id", "title", "text", "metadata", "argus_failure", "argus_record")
+
+logger = logging.getLogger(__name__)
 
 
 class ArgusBatchAugmenter:
     """The ``map_batches`` callable: one instance per actor, models loaded in ``__init__``.
+
+    A batch holds documents as columns (``_id`` or ``id``, ``text``, optional ``title``), or as
+    JSON lines (:data:`LINE_COLUMNS`, what :func:`read_documents` makes of JSONL), parsed here so
+    that every string reaches the models and the output as it was read.
 
     Args:
         argus: The configuration; it pickles without models, which load here, once per actor.
@@ -74,7 +105,11 @@ class ArgusBatchAugmenter:
 
         stats = RemedyStats()
         pairs: list[tuple[Any, Any]] = []
-        entries = self.argus.process_batches(as_documents(batch.to_pylist()), stats=stats)
+        if LINE_COLUMNS[1] in batch.column_names:
+            docs: Any = line_documents(*(batch.column(c).to_pylist() for c in LINE_COLUMNS))
+        else:
+            docs = as_documents(batch.to_pylist())
+        entries = self.argus.process_batches(docs, stats=stats)
         for part in entries:
             for doc, _, views in part:
                 pairs.extend((doc, view) for view in views)
@@ -83,13 +118,31 @@ class ArgusBatchAugmenter:
         for doc, view in pairs:
             row = view_record(doc, view)
             itself = view.id == doc.id
-            columns["_id"].append(view.id)
-            columns["title"].append(doc.title if itself else "")
-            columns["text"].append(doc.text if itself else view.text)
-            columns["metadata"].append(json.dumps(row["metadata"], ensure_ascii=False))
+            strings = {
+                "_id": view.id,
+                "title": doc.title if itself else "",
+                "text": doc.text if itself else view.text,
+            }
+            for name, value in strings.items():  # null where UTF-8 cannot hold it: see above
+                columns[name].append(value if _utf8(value) else None)
+            exact = all(_utf8(value) for value in strings.values())
+            columns["argus_record"].append(None if exact else json_line(row)[:-1])
+            columns["metadata"].append(json_line(row["metadata"])[:-1])
             original = row["metadata"].get(VIEW_KEY) == "original"
-            columns["argus_failure"].append(failed.get(view.id) if original else None)
+            failure = failed.get(view.id) if original else None
+            if failure is not None and not _utf8(failure):  # a message, not the document's text
+                failure = failure.encode("utf-8", "backslashreplace").decode("utf-8")
+            columns["argus_failure"].append(failure)
         return pa.table(columns, schema=output_schema())
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (an Arrow string): no lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def output_schema() -> pa.Schema:
@@ -156,47 +209,19 @@ def cpus_needed(workers: int, cpus_per_worker: float) -> int:
 
 @dataclass
 class RaySummary:
-    """What :func:`augment_files` wrote: documents in, views added, failures by document id."""
+    """What :func:`augment_files` wrote: documents in, views added, failures by document id, and
+    the documents whose rows hold a lone surrogate, kept whole in ``argus_record`` only."""
 
     documents: int = 0
     views: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    escaped: list[str] = field(default_factory=list)
 
 
-def read_documents(source: str | os.PathLike[str]) -> ray.data.Dataset:
-    """A Ray Dataset of the documents in ``source``, read in parallel.
-
-    ``source``: a Parquet file or a folder of them, JSONL (``.jsonl``, ``.jsonl.gz``), CSV, or a BEIR
-    dataset folder (its ``corpus.jsonl``).
-    """
-    ray = require("ray", "ray")
-    path, kind = _source(source)
-    if kind == "json":
-        return ray.data.read_json(os.fspath(path), lines=True)
-    if kind == "csv":
-        return ray.data.read_csv(os.fspath(path))
-    return ray.data.read_parquet(os.fspath(path))
-
-
-def _source(source: str | os.PathLike[str]) -> tuple[Path, str]:
-    """The path Ray reads and its format, or a clear error before any cluster starts."""
-    path = Path(source)
-    if not path.exists():
-        raise ArgusInputError(f"{path}: no such file or folder")
-    beir = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
-    if path.is_dir() and beir:
-        path = beir[0]
-    name = path.name.lower()
-    if name.endswith((".jsonl", ".jsonl.gz")):
-        return path, "json"
-    if name.endswith(".csv"):
-        return path, "csv"
-    if path.is_dir() or name.endswith(".parquet"):
-        return path, "parquet"
-    raise ArgusInputError(
-        f"{path}: not a corpus Ray can read (Parquet file or folder, .jsonl, .jsonl.gz, .csv, "
-        "or a BEIR folder)"
-    )
+def is_output_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds Parquet files and nothing else (what :func:`augment_files` writes)."""
+    entries = list(folder.iterdir())
+    return bool(entries) and all(p.is_file() and p.suffix == ".parquet" for p in entries)
 
 
 def augment_files(
@@ -208,6 +233,7 @@ def augment_files(
     cpus_per_worker: float = 1.0,
     address: str | None = None,
     show_progress: bool = True,
+    overwrite: bool = False,
 ) -> RaySummary:
     """Documents in (see :func:`read_documents`), a new folder of Parquet files out.
 
@@ -215,17 +241,36 @@ def augment_files(
     one); it gets as many logical CPUs as the machine has cores, and at least the pool's CPUs plus
     one for Ray's reading and writing tasks (:func:`cpus_needed`). The output is
     written beside ``target`` and moved into place only when the whole dataset is done, so a
-    failed run leaves no partial folder; an existing, non-empty ``target`` is refused.
+    failed run leaves no partial folder. An existing, non-empty ``target`` is refused, unless it
+    is an earlier output (:func:`is_output_folder`) and ``overwrite`` is set: it is then replaced
+    once the new output is complete (:mod:`argus_ir.outputs` states the rule).
+
+    Before any cluster starts, the corpus is checked as the single process checks it: every record
+    of a JSONL or CSV file (:func:`argus_ir.runners.stream.scan_corpus`: ids, repeated ids, text,
+    title and metadata types, by file and line), the columns of Parquet (their types hold for every
+    row). A bad record a worker still meets is raised here as one :class:`ArgusInputError`, not
+    as Ray's traceback of the worker.
 
     Returns:
-        Counts read back from the written files: originals, views, and each failure recorded in
-        the ``argus_failure`` column.
+        Counts read back from the written files: originals, views, each failure recorded in the
+        ``argus_failure`` column, and the documents with a lone surrogate (module notes).
+
+    Raises:
+        ArgusInputError: A bad record or column (the message names file and line, or file and
+            column), or a ``target`` that may not be written.
     """
     ray = require("ray", "ray")
-    _source(source)
-    out = Path(target)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ArgusInputError(f"{out} exists and is not an empty folder; choose a new one")
+    path, kind = corpus_source(source)
+    out = check_output(
+        target,
+        flag="target",
+        inputs=[source],
+        overwrite=overwrite,
+        folder=True,
+        kind="Ray output folder (Parquet files only)",
+        is_kind=is_output_folder,
+    )
+    check_corpus(path, kind)
     if not ray.is_initialized():
         local = address is None and not os.environ.get("RAY_ADDRESS")
         sizing = {"num_cpus": max(os.cpu_count() or 1, cpus_needed(workers, cpus_per_worker))}
@@ -244,29 +289,65 @@ def augment_files(
         shutil.rmtree(partial)
     try:
         ds.write_parquet(os.fspath(partial))
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(partial, ignore_errors=True)
+        error = _input_error(exc, path)
+        if error is not None:
+            raise error from None
         raise
-    if out.exists():
-        out.rmdir()
-    partial.rename(out)
-    return summarize(out)
+    replace_folder(partial, out)
+    summary = summarize(out)
+    if summary.escaped:
+        n = len(summary.escaped)
+        logger.warning(
+            "%d %s a lone surrogate (a JSON escape UTF-8 cannot encode), first %r: its rows "
+            "keep null where Parquet cannot store the string, and argus_record holds each such "
+            "row exactly",
+            n,
+            "document holds" if n == 1 else "documents hold",
+            summary.escaped[0],
+        )
+    return summary
+
+
+_REMOTE_INPUT_ERROR = re.compile(r"^argus_ir\.errors\.ArgusInputError: (.+)$", re.MULTILINE)
+
+
+def _input_error(exc: BaseException, source: Path) -> ArgusInputError | None:
+    """The :class:`ArgusInputError` a Ray worker raised, as one error naming ``source``, or
+    ``None`` for any other failure. Ray hands the driver the worker's traceback as text only (the
+    exception object itself does not cross), so its last line of that type is taken."""
+    if not isinstance(exc, Exception):
+        return None
+    found = _REMOTE_INPUT_ERROR.findall(str(exc))
+    if not found:
+        return None
+    message = found[-1].strip()
+    return ArgusInputError(
+        message if message.startswith(os.fspath(source)) else f"{source}: {message}"
+    )
 
 
 def summarize(folder: str | os.PathLike[str]) -> RaySummary:
-    """Originals, views and failures in a folder written by :func:`augment_files` (streamed)."""
+    """Originals, views, failures and documents kept in ``argus_record`` in a folder written by
+    :func:`augment_files` (streamed; a folder written before ``argus_record`` existed reads too)."""
     import pyarrow.dataset as pads
 
     summary = RaySummary()
-    scanner = pads.dataset(os.fspath(folder), format="parquet").scanner(
-        columns=["_id", "metadata", "argus_failure"]
-    )
-    for batch in scanner.to_batches():
-        for doc_id, meta, failure in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-            if json.loads(meta).get(VIEW_KEY) == "original":
+    escaped: dict[str, None] = {}
+    dataset = pads.dataset(os.fspath(folder), format="parquet")
+    names = [n for n in ("metadata", "argus_failure", "argus_record") if n in dataset.schema.names]
+    for batch in dataset.scanner(columns=names).to_batches():
+        columns = [c.to_pylist() for c in batch.columns] + [[None] * batch.num_rows]
+        for meta, failure, record in zip(*columns[:3], strict=True):
+            lineage = json.loads(meta)
+            if lineage.get(VIEW_KEY) == "original":
                 summary.documents += 1
             else:
                 summary.views += 1
-            if failure:
-                summary.failures.append((doc_id, failure))
+            if failure:  # only an original has one, and its source is itself
+                summary.failures.append((lineage[SOURCE_KEY], failure))
+            if record is not None:
+                escaped.setdefault(lineage[SOURCE_KEY], None)
+    summary.escaped = list(escaped)
     return summary

@@ -31,20 +31,21 @@ from typing import IO, Any
 from argus_ir.diagnose import Diagnosis
 from argus_ir.documents import Document, iter_documents
 from argus_ir.errors import ArgusInputError
-from argus_ir.io import atomic_path
-from argus_ir.lineage import ARGUS_KEYS
+from argus_ir.io import atomic_path, json_text, naming_file
+from argus_ir.lineage import ARGUS_KEYS, VIEW_KEY
+from argus_ir.outputs import check_output, claim_output
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
+from argus_ir.remedy.texts import VIEW_ID
 from argus_ir.runners.checkpoint import (
     CHECKPOINT_VERSION,
     _chain,
     _check_settings,
-    _exclusive,
-    _load_checkpoint,
     _partial_paths,
     _reopen,
     _skip_done,
     checkpoint_path,
+    load_checkpoint,
     lock_path,
 )
 
@@ -52,10 +53,13 @@ __all__ = [
     "CHECKPOINT_VERSION",
     "StreamSummary",
     "augment_file",
+    "check_paths",
     "checkpoint_path",
     "count_records",
     "iter_corpus",
     "lock_path",
+    "scan_corpus",
+    "stats_file_for",
     "view_record",
 ]
 
@@ -117,12 +121,7 @@ def count_records(path: str | os.PathLike[str]) -> int | None:
 def json_line(record: Mapping[str, Any]) -> str:
     """One JSONL line, UTF-8 as is; a text holding a lone surrogate (which UTF-8 cannot encode)
     is written with JSON escapes instead, so the line reads back to the same string."""
-    line = json.dumps(record, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(record)
-    return line + "\n"
+    return json_text(record) + "\n"
 
 
 def view_record(doc: Document, view: View) -> dict[str, Any]:
@@ -165,9 +164,16 @@ def augment_file(
     settings: Mapping[str, Any] | None = None,
     dry_run: bool = False,
     resume: bool = True,
+    overwrite: bool = False,
+    total: int | None = None,
     show_progress: bool | None = None,
 ) -> StreamSummary:
     """Augment a corpus file into JSONL, streaming, checkpointing after every batch.
+
+    A bad record, a repeated id or an earlier view without its lineage stops the run when it is
+    reached, and the run resumes after the fix (``argus augment`` reads the whole corpus with
+    :func:`scan_corpus` before any model loads, so it refuses them before any work). Output
+    paths follow :mod:`argus_ir.outputs`: checked again under ``OUT.lock`` before the first write.
 
     Args:
         argus: The configured :class:`~argus_ir.Argus` (its ``batch_size`` is the checkpoint step).
@@ -179,28 +185,108 @@ def augment_file(
         settings: What to record as the stats file's ``settings`` (default: the settings card).
         dry_run: Diagnose and look up only: count flags, projected views and LLM calls.
         resume: Continue an interrupted run's checkpoint (``False``: discard it and start over).
+        overwrite: Replace an existing ``out`` and stats file (else they are refused).
+        total: The corpus's record count for the progress bar, when known (:func:`scan_corpus`);
+            else counted where that is cheap (:func:`count_records`).
         show_progress: Override ``argus.show_progress``.
 
     Raises:
-        ArgusInputError: A bad record (named by file and line), or a checkpoint from other
-            settings or another corpus (pass ``resume=False`` to start over).
+        ArgusInputError: A bad record (named by file and line), an output path the rules of
+            :mod:`argus_ir.outputs` refuse, another run writing ``out``, or a checkpoint from
+            other settings or another corpus (pass ``resume=False`` to start over).
     """
     if out is None and not dry_run:
         raise ArgusInputError("an output path is required unless this is a dry run")
     out_path = None if out is None else Path(out)
-    if stats_path is None and out_path is not None:
-        stats_path = out_path.with_name(out_path.name + ".stats.json")
-    stats_file = None if stats_path is None else Path(stats_path)
+    stats_file = stats_file_for(out_path, stats_path)
     card = argus.settings_card()
     described = dict(settings) if settings is not None else card
-    total = count_records(corpus)
     if dry_run:
+        check_paths(corpus, None, stats_file, overwrite=overwrite)
+        total = count_records(corpus) if total is None else total
         return _dry_run(argus, corpus, out_path, stats_file, described, total, show_progress)
     assert out_path is not None
-    with _exclusive(out_path):
+    source = {"the input corpus": corpus_file(Path(corpus))}
+    with claim_output(out_path, flag="out", taken=source, overwrite=overwrite):
+        check_paths(corpus, out_path, stats_file, overwrite=overwrite)
+        total = count_records(corpus) if total is None else total
         return _run(
             argus, corpus, out_path, stats_file, card, described, total, resume, show_progress
         )
+
+
+def stats_file_for(
+    out: str | os.PathLike[str] | None, stats: str | os.PathLike[str] | None
+) -> Path | None:
+    """The stats file of a run: ``stats`` as given, else ``OUT.stats.json`` (none without ``out``)."""
+    if stats is not None:
+        return Path(stats)
+    if out is None:
+        return None
+    out = Path(out)
+    return out.with_name(out.name + ".stats.json")
+
+
+def check_paths(
+    corpus: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None,
+    stats: str | os.PathLike[str] | None,
+    *,
+    overwrite: bool = False,
+    cli: bool = False,
+) -> None:
+    """Refuse an ``out`` or stats file :func:`argus_ir.outputs.check_output` refuses: either one the
+    input (or ``out``'s partial, checkpoint or lock file the input), existing without
+    ``overwrite``, or the stats file one of the run's other files.
+
+    Args:
+        cli: Name the paths by their options (``--out``, ``--stats``) in messages.
+    """
+    out_flag, stats_flag = ("--out", "--stats") if cli else ("out", "stats_path")
+    taken: dict[str, Path | str | os.PathLike[str] | None] = {
+        "the input corpus": corpus_file(Path(corpus))
+    }
+    if out is not None:
+        check_output(out, flag=out_flag, taken=taken, overwrite=overwrite)
+        partial, rows_file = _partial_paths(Path(out))
+        own = {
+            "the run's partial output": partial,
+            "the run's partial stats": rows_file,
+            "the run's checkpoint": checkpoint_path(out),
+            "the run's lock file": lock_path(out),
+        }
+        for path in own.values():  # the run's own files: replaced, never the input
+            check_output(path, flag="", taken=taken, overwrite=True)
+        taken.update({out_flag: out, **own})
+    if stats is not None:
+        check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite)
+
+
+def scan_corpus(corpus: str | os.PathLike[str]) -> int:
+    """Read a whole corpus once, before any work, and count its records.
+
+    Every check of :func:`~argus_ir.documents.iter_documents` runs (ids, repeated ids, text and
+    metadata types), and a record whose id has the form of an argus view id but carries no argus
+    lineage is refused: it is an earlier run's view whose metadata was dropped, and the view this
+    run would make of its source would take the same id.
+
+    Raises:
+        ArgusInputError: The first bad record, by file and line.
+    """
+    return sum(1 for _ in _documents(corpus))
+
+
+def _documents(corpus: str | os.PathLike[str]) -> Iterator[Document]:
+    """The corpus's documents, an earlier view without its lineage refused (:func:`scan_corpus`)."""
+    for doc in iter_corpus(corpus):
+        if VIEW_ID.fullmatch(doc.id) and VIEW_KEY not in doc.metadata:
+            raise ArgusInputError(
+                f"{doc.where}: document id {doc.id!r} is an argus view id, but the record carries "
+                "no argus lineage in its metadata (an earlier run's view whose metadata was "
+                "dropped?); the view of its source would take the same id. Remove earlier views "
+                "before augmenting again, or keep their metadata"
+            )
+        yield doc
 
 
 def _dry_run(
@@ -213,7 +299,7 @@ def _dry_run(
     show_progress: bool | None,
 ) -> StreamSummary:
     stats = RemedyStats()
-    planned = argus.plan(iter_corpus(corpus), stats=stats, total=total, show_progress=show_progress)
+    planned = argus.plan(_documents(corpus), stats=stats, total=total, show_progress=show_progress)
     rows = (_doc_row(diagnosis, n) for diagnosis, n in planned)
     if stats_file is None:
         for _ in rows:
@@ -243,7 +329,7 @@ def _run(
 ) -> StreamSummary:
     partial, rows_file = _partial_paths(out)
     ckpt_file = checkpoint_path(out)
-    state = _load_checkpoint(ckpt_file) if resume else None
+    state = load_checkpoint(ckpt_file) if resume else None
     if state is None:
         for stale in (partial, rows_file, ckpt_file):
             stale.unlink(missing_ok=True)
@@ -259,7 +345,7 @@ def _run(
     else:
         _check_settings(ckpt_file, state, card)
     done = int(state["documents_done"])
-    docs = iter_corpus(corpus)
+    docs = _documents(corpus)
     digest = _skip_done(docs, done, str(state["digest"]), ckpt_file)
     stats = RemedyStats.from_dict(state["stats"])
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -317,8 +403,8 @@ def _write_batches(
         for batch in batches:
             for doc, diagnosis, views in batch:
                 for view in views:
-                    fh.write(json_line(view_record(doc, view)))
-                rows_fh.write(json.dumps(_doc_row(diagnosis, len(views) - 1)) + "\n")
+                    _write(fh, json_line(view_record(doc, view)))
+                _write(rows_fh, json.dumps(_doc_row(diagnosis, len(views) - 1)) + "\n")
                 digest = _chain(digest, doc)
             done += len(batch)
             state.update(
@@ -328,14 +414,21 @@ def _write_batches(
                 rows_bytes=_sync(rows_fh),
                 stats=stats.to_dict(),
             )
-            with atomic_path(ckpt_file) as tmp:
-                tmp.write_text(json.dumps(state, ensure_ascii=False), "utf-8")
+            with atomic_path(ckpt_file) as tmp, naming_file(ckpt_file):
+                tmp.write_text(json_text(state), "utf-8")
+
+
+def _write(fh: IO[str], text: str) -> None:
+    """Write to ``fh``; an OS error (a full disk) names its file."""
+    with naming_file(fh.name):
+        fh.write(text)
 
 
 def _sync(fh: IO[str]) -> int:
     """Flush ``fh`` to disk; its length in bytes."""
-    fh.flush()
-    os.fsync(fh.fileno())
+    with naming_file(fh.name):
+        fh.flush()
+        os.fsync(fh.fileno())
     return os.fstat(fh.fileno()).st_size
 
 
@@ -348,7 +441,7 @@ def _write_stats(
     rows_file: Path,
 ) -> None:
     """The stats JSON, its per-document rows copied from ``rows_file`` line by line."""
-    head = json.dumps(
+    head = json_text(
         {
             "corpus": str(corpus),
             "dry_run": dry_run,
@@ -356,9 +449,8 @@ def _write_stats(
             "totals": stats.to_dict(),
         },
         indent=2,
-        ensure_ascii=False,
     )
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_path(path) as tmp, naming_file(path), open(tmp, "w", encoding="utf-8") as fh:
         fh.write(head[: -len("\n}")] + ',\n  "documents": [')
         _copy_rows(fh, _lines(rows_file))
         fh.write("\n  ]\n}\n")

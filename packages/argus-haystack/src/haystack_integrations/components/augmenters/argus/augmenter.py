@@ -58,6 +58,7 @@ class ArgusAugmenter:
         kb_match: str = _CORE["kb_match"],
         context_threshold: float | None = _CORE["context_threshold"],
         max_views: int | None = _CORE["max_views"],
+        max_chars: int | None = _CORE["max_chars"],
         targeting: str = _CORE["targeting"],
         llm: str | None = _CORE["llm"],
         prompt_version: str = _CORE["prompt_version"],
@@ -90,6 +91,8 @@ class ArgusAugmenter:
         :param context_threshold: Drop KB passages less similar than this to the document.
         :param max_views: At most this many views per document, riskiest entities first (``None``:
             no budget).
+        :param max_chars: The longest document diagnosed, in characters; a longer one is passed
+            through without views and listed in ``failed_documents`` (``None``: no limit).
         :param targeting: Which entities get views: ``"probe"`` (predicted RPS below ``tau``) or
             ``"corpus"`` (the document is not in the top 10 for the entity's name among the first
             800 documents of the run).
@@ -115,6 +118,7 @@ class ArgusAugmenter:
         self.kb_match = kb_match
         self.context_threshold = context_threshold
         self.max_views = max_views
+        self.max_chars = max_chars
         self.targeting = targeting
         self.llm = llm
         self.prompt_version = prompt_version
@@ -140,6 +144,7 @@ class ArgusAugmenter:
             "kb_match": self.kb_match,
             "context_threshold": self.context_threshold,
             "max_views": self.max_views,
+            "max_chars": self.max_chars,
             "targeting": self.targeting,
             "llm": self.llm,
             "prompt_version": self.prompt_version,
