@@ -1,5 +1,5 @@
 """The Ray Data path on a local Ray cluster (two one-CPU workers) gives exactly the single-process
-output."""
+output; originals come back as read, lone surrogates too, and bad input fails in one line."""
 
 from __future__ import annotations
 
@@ -140,7 +140,147 @@ def test_an_existing_output_folder_is_refused(tmp_path, corpus):
     out = tmp_path / "out"
     out.mkdir()
     (out / "part-0.parquet").write_bytes(b"")
-    with pytest.raises(ArgusInputError, match="exists and is not an empty folder"):
+    with pytest.raises(ArgusInputError, match="exists; pass overwrite=True"):
         augment_files(corpus[1], out, Argus())
+    (out / "notes.txt").write_text("mine")  # no longer only Parquet: never replaced
+    with pytest.raises(ArgusInputError, match="not empty and is not a Ray output folder"):
+        augment_files(corpus[1], out, Argus(), overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine"
     with pytest.raises(ArgusInputError, match="no such file"):
         augment_files(tmp_path / "missing", tmp_path / "new", Argus())
+
+
+def _ray_cli(corpus: Path, out: Path) -> int:
+    from argus_ir.cli import main
+
+    argv = ["augment", str(corpus), "--out", str(out), "--engine", "ray", "--workers", "1"]
+    return main(["-q", *argv])
+
+
+def test_a_lone_surrogate_in_an_original_reads_back_exactly(local_ray, tmp_path):
+    """A JSON escape of a lone surrogate in an id and a text came out as ``"s"`` and a text
+    without it (exit 0); every original must read back to the strings read."""
+    import pyarrow.parquet as pq
+
+    from argus_ir.runners.ray_data import summarize
+
+    lines = [
+        r'{"_id": "s\ud800", "title": "", "text": "Marie Curie worked in Paris \ud800 on radium."}',
+        '{"_id": "b", "title": "", "text": "It rained all day in London."}',
+    ]
+    corpus, out = tmp_path / "c.jsonl", tmp_path / "out"
+    corpus.write_text("".join(line + "\n" for line in lines), "utf-8")
+    assert _ray_cli(corpus, out) == 0
+
+    rows = pq.read_table(out).to_pylist()
+    back = [  # what the folder says each row is: argus_record where set, else the columns
+        json.loads(r["argus_record"])
+        if r.get("argus_record") is not None
+        else {"_id": r["_id"], "title": r["title"], "text": r["text"]}
+        | {"metadata": json.loads(r["metadata"])}
+        for r in rows
+    ]
+    originals = {r["_id"]: r for r in back if r["metadata"]["argus_view"] == "original"}
+    assert sorted(originals) == ["b", "s\ud800"]  # not "s"
+    for record in map(json.loads, lines):
+        assert {key: originals[record["_id"]][key] for key in record} == record
+    held = [r for r in rows if r["argus_record"] is not None]  # the original and its views
+    assert held and all(json.loads(r["metadata"])["argus_source_id"] == "s\ud800" for r in held)
+    assert all(r["_id"] is None for r in held)  # null where Parquet cannot hold it, not "s"
+    original = next(r for r in held if json.loads(r["metadata"])["argus_view"] == "original")
+    assert (original["title"], original["text"]) == ("", None)
+    assert summarize(out).escaped == ["s\ud800"]
+
+
+def test_a_jsonl_text_that_is_a_number_fails_in_one_line(local_ray, tmp_path, capsys):
+    """``"text": 12345`` gave 80 lines of a Ray worker's traceback and no line number;
+    now the line the single process gives, before Ray starts."""
+    corpus, out = tmp_path / "c.jsonl", tmp_path / "out"
+    corpus.write_text(
+        '{"_id": "a", "title": "", "text": "fine"}\n{"_id": "1", "title": "", "text": 12345}\n',
+        "utf-8",
+    )
+    assert _ray_cli(corpus, out) == 1
+    err = capsys.readouterr().err
+    assert f"argus augment: error: {corpus}:2: 'text' of document '1' is int, not text\n" in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_parquet_text_column_of_numbers_fails_in_one_line(local_ray, tmp_path):
+    """Parquet: the column's type says it for every row, before Ray starts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from argus_ir import Argus
+    from argus_ir.errors import ArgusInputError
+    from argus_ir.runners.ray_data import augment_files
+
+    corpus = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"_id": ["1"], "title": [""], "text": [12345]}), corpus)
+    with pytest.raises(ArgusInputError) as info:
+        augment_files(corpus, tmp_path / "out", Argus(), workers=1, show_progress=False)
+    assert str(info.value) == f"{corpus}: column 'text' is int64, not text"
+
+
+def test_a_bad_record_a_worker_meets_is_one_error_naming_the_corpus(local_ray, tmp_path):
+    """Inside the pool: what no check before the run sees (here an id repeated in one
+    batch of a Parquet file) reaches the driver as Ray's text of the worker's traceback; it is
+    raised as the worker's own one-line error, with the corpus it concerns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from argus_ir import Argus
+    from argus_ir.errors import ArgusInputError
+    from argus_ir.runners.ray_data import augment_files
+
+    corpus = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"_id": ["a", "a"], "title": ["", ""], "text": ["x", "y"]}), corpus)
+    with pytest.raises(ArgusInputError) as info:
+        augment_files(corpus, tmp_path / "out", Argus(), workers=1, show_progress=False)
+    assert str(info.value) == f"{corpus}: duplicate document id 'a' (position 1)"
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_engine_help_says_ray_is_an_extra_outside_all(capsys, monkeypatch):
+    """``[all]`` leaves Ray out, and ``--engine``'s help must say so (checked against
+    the package's own extras, so the two cannot drift apart)."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    import argus_ir
+    from argus_ir.cli import main
+
+    pyproject = Path(argus_ir.__file__).parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text("utf-8"))["project"]["optional-dependencies"]
+    in_all = [Requirement(r) for r in extras["all"]]
+    assert not any(r.name == "ray" or "ray" in r.extras for r in in_all)
+
+    monkeypatch.setenv("COLUMNS", "400")  # argparse wraps at hyphens too
+    with pytest.raises(SystemExit):
+        main(["augment", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    engine = text[text.rindex("--engine {local,ray}") :]  # its help, after the usage line
+    engine = engine[: engine.index("--workers")]
+    assert "not part of [all]" in engine
+    assert "pip install 'argus-ir[ray]'" in engine
+
+
+def test_a_rerun_on_its_own_output_folder_replaces_it_with_overwrite(local_ray, tmp_path, capsys):
+    """Re-running --engine ray on its own output folder was refused even with --overwrite ("is a
+    folder; name the file to write"); without --overwrite it must still be refused."""
+    import pyarrow.parquet as pq
+
+    corpus, out = tmp_path / "c.jsonl", tmp_path / "out"
+    corpus.write_text('{"_id": "a", "text": "Marie Curie worked in Paris."}\n', "utf-8")
+    assert _ray_cli(corpus, out) == 0
+    first = sorted(pq.read_table(out).column("_id").to_pylist())
+    capsys.readouterr()
+    assert _ray_cli(corpus, out) == 1
+    assert f"{out} exists; pass --overwrite" in capsys.readouterr().err
+    from argus_ir.cli import main
+
+    argv = ["augment", str(corpus), "--out", str(out), "--engine", "ray", "--workers", "1"]
+    assert main(["-q", *argv, "--overwrite"]) == 0
+    assert sorted(pq.read_table(out).column("_id").to_pylist()) == first
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]  # nothing left aside
