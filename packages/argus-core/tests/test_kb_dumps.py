@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -93,6 +94,80 @@ def test_bad_dump_lines_are_named(tmp_path):
         list(read_dbpedia(tmp_path / "missing.ttl"))
     with pytest.raises(ArgusInputError, match="unknown KB input format"):
         read_dump("freebase", DBPEDIA)
+
+
+def _many_entities(n: int) -> bytes:
+    """A Wikidata dump of ``n`` entities (enough lines that a cut gzip gets past the first)."""
+    rows = [
+        json.dumps({"id": f"Q{i}", "labels": {"en": {"language": "en", "value": f"Thing {i}"}}})
+        for i in range(n)
+    ]
+    return ("[\n" + ",\n".join(rows) + "\n]\n").encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "data"),
+    [
+        ("wikipedia-abstracts", "a.xml.gz", gzip.compress(ABSTRACTS.read_bytes())),
+        ("wikidata", "w.json.bz2", bz2.compress(WIKIDATA.read_bytes())),
+        ("wikidata", "many.json.gz", gzip.compress(_many_entities(2000))),
+        ("dbpedia", "d.ttl.bz2", bz2.compress(DBPEDIA.read_bytes())),
+    ],
+)
+def test_a_dump_cut_short_is_named_with_the_line_reached(tmp_path, capsys, fmt, name, data):
+    from argus_ir.cli import main
+
+    dump = tmp_path / name
+    dump.write_bytes(data[: len(data) * 2 // 3])  # a download that stopped two thirds in
+    out = tmp_path / "kb"
+    assert main(["--quiet", "kb", "build", f"--{fmt}", str(dump), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    found = re.search(
+        rf"error: {re.escape(str(dump))}:(\d+): cannot read on, the file is cut short", err
+    )
+    assert found, err
+    if name == "many.json.gz":  # the lines before the cut were read: the line reached says so
+        assert int(found.group(1)) > 100
+    assert not out.exists()
+    # a damaged file (its header overwritten) is named the same way
+    dump.write_bytes(b"damaged!" + data[8:])
+    assert main(["--quiet", "kb", "build", f"--{fmt}", str(dump), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert re.search(
+        rf"error: {re.escape(str(dump))}:\d+: cannot read on, the file is damaged", err
+    ), err
+
+
+@pytest.mark.parametrize(
+    ("fields", "wrong"),
+    [
+        ({"labels": "notadict"}, "'labels' is text, not an object"),
+        ({"labels": {"en": "Douglas Adams"}}, "'labels.en' is text, not an object"),
+        ({"labels": {"en": {"value": 42}}}, "'labels.en.value' is int, not text"),
+        ({"descriptions": ["writer"]}, "'descriptions' is a list, not an object"),
+        ({"descriptions": {"en": {"value": None}}}, "'descriptions.en.value' is null, not text"),
+        ({"aliases": "DNA"}, "'aliases' is text, not an object"),
+        ({"aliases": {"en": "DNA"}}, "'aliases.en' is text, not a list"),
+        ({"aliases": {"en": ["DNA"]}}, "'aliases.en[0]' is text, not an object"),
+        ({"sitelinks": 7}, "'sitelinks' is int, not an object"),
+        ({"sitelinks": {"enwiki": "Douglas Adams"}}, "'sitelinks.enwiki' is text, not an object"),
+    ],
+)
+def test_a_wikidata_entity_with_wrong_typed_fields_is_named(tmp_path, fields, wrong):
+    good = {"id": "Q42", "labels": {"en": {"value": "Douglas Adams"}}}
+    bad = tmp_path / "bad.json"
+    rows = [json.dumps(good), json.dumps({**good, "id": "Q7", **fields})]
+    bad.write_text("[\n" + ",\n".join(rows) + "\n]\n", encoding="utf-8")
+    with pytest.raises(
+        ArgusInputError, match=rf"bad\.json:3: Wikidata entity Q7: {re.escape(wrong)}"
+    ):
+        list(read_wikidata(bad))
+    # empty maps written as [] (as the dumps write some) are empty, not wrong
+    empty = {**good, "descriptions": [], "aliases": [], "sitelinks": []}
+    bad.write_text(json.dumps(empty) + "\n", encoding="utf-8")
+    [((passage, aliases), enwiki)] = read_wikidata(bad)
+    assert (passage.text, aliases, enwiki) == ("Douglas Adams.", [], "")
 
 
 def test_merge_gives_text_passages_wikidata_names_and_keeps_the_rest():

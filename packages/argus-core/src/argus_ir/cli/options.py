@@ -256,13 +256,14 @@ def remedy_options(p: argparse.ArgumentParser) -> None:
         "--llm-timeout",
         type=float,
         default=None,
-        help="seconds an openai: backend waits for one reply (default 120)",
+        help="seconds an openai: backend (--llm or --kb-llm) waits for one reply (default 120; "
+        "30 for --kb-llm)",
     )
     p.add_argument(
         "--llm-retries",
         type=int,
         default=None,
-        help="retries of a failed openai: call, with backoff (default 2)",
+        help="retries of a failed openai: call (--llm or --kb-llm), with backoff (default 2)",
     )
     p.add_argument(
         "--max-views",

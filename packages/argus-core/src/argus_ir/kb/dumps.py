@@ -1,7 +1,8 @@
 """Readers of the public knowledge dumps users download, streamed into KB passages.
 
 Each reader yields ``(Passage, aliases)`` records one at a time, reading ``.gz`` and ``.bz2`` as
-they are, so a dump never has to fit in memory:
+they are, so a dump never has to fit in memory; a bad line, and a compressed file cut short or
+damaged, is an :class:`~argus_ir.errors.ArgusInputError` naming the file and the line:
 
 - :func:`read_wikipedia_abstracts`: Wikipedia's abstracts dump (``enwiki-*-abstract.xml``): one
   passage per article, ``<title>`` without its "Wikipedia: " prefix, ``<abstract>`` as text;
@@ -23,6 +24,7 @@ import bz2
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -62,6 +64,45 @@ def _open(path: Path) -> IO[str]:
     return open(path, encoding="utf-8")
 
 
+_UNREADABLE = (EOFError, OSError, zlib.error, UnicodeDecodeError)
+"""What reading a dump raises when its bytes stop making sense: a ``.gz`` or ``.bz2`` cut short
+(``EOFError``), damaged (``OSError``, ``zlib.error``), or text that is not UTF-8."""
+
+
+def _unreadable(path: Path, line: int, exc: BaseException) -> ArgusInputError:
+    """The error for a dump that cannot be read past ``line`` (a download cut short, say)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return ArgusInputError(f"{path}:{line}: not UTF-8 text ({exc})")
+    what = "cut short" if isinstance(exc, EOFError) else "damaged"
+    return ArgusInputError(
+        f"{path}:{line}: cannot read on, the file is {what} ({exc}); download it again"
+    )
+
+
+def _lines(path: Path, fh: IO[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of an open dump; a file that cannot be read on is named with the
+    line it got to."""
+    number = 0
+    try:
+        for number, raw in enumerate(fh, start=1):
+            yield number, raw
+    except _UNREADABLE as exc:
+        raise _unreadable(path, number + 1, exc) from None
+
+
+class _Counted:
+    """A text stream that counts the lines read from it (where a broken XML dump stopped)."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self.fh = fh
+        self.lines = 0
+
+    def read(self, size: int = -1) -> str:
+        data = self.fh.read(size)
+        self.lines += data.count("\n")
+        return data
+
+
 # -- Wikipedia abstracts (XML) --------------------------------------------------------------------
 
 
@@ -71,13 +112,15 @@ def read_wikipedia_abstracts(path: str | Path, *, min_chars: int = 20) -> Iterat
     skipped.
 
     Raises:
-        ArgusInputError: The file is not XML of that shape (names the file and line).
+        ArgusInputError: The file is not XML of that shape, or a compressed dump is cut short
+            or damaged (names the file and line).
     """
     import xml.etree.ElementTree as ET
 
     path = Path(path)
     with _open(path) as fh:
-        parser = ET.iterparse(fh, events=("end",))
+        source = _Counted(fh)
+        parser = ET.iterparse(source, events=("end",))
         try:
             for _, element in parser:
                 if element.tag != "doc":
@@ -94,13 +137,71 @@ def read_wikipedia_abstracts(path: str | Path, *, min_chars: int = 20) -> Iterat
             raise ArgusInputError(
                 f"{path}:{line}: not a Wikipedia abstracts dump ({exc})"
             ) from None
+        except _UNREADABLE as exc:
+            raise _unreadable(path, source.lines + 1, exc) from None
 
 
 # -- Wikidata (JSON dump) -------------------------------------------------------------------------
 
 
-def _en(value: Any) -> str:
-    return str(value.get("en", {}).get("value", "")) if isinstance(value, dict) else ""
+class _WrongType(Exception):
+    """A field of a Wikidata entity that is not of the dump's type (its message says which)."""
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """An entity's map (``labels``, ``labels.en``, ...); ``{}`` when absent or empty (the dumps
+    write some empty maps as ``[]``)."""
+    if value is None or value == []:
+        return {}
+    if not isinstance(value, dict):
+        raise _WrongType(f"{where!r} is {_kind(value)}, not an object")
+    return value
+
+
+def _text(term: dict[str, Any], key: str, where: str) -> str:
+    value = term.get(key, "")
+    if not isinstance(value, str):
+        raise _WrongType(f"'{where}.{key}' is {_kind(value)}, not text")
+    return value.strip()
+
+
+def _entity(entity: dict[str, Any], language: str) -> tuple[Record, str] | None:
+    """One entity's record and enwiki title (``None`` without a label in ``language``).
+
+    Raises:
+        _WrongType: A field that is not of the dump's type.
+    """
+    where = f"labels.{language}"
+    label = _text(
+        _object(_object(entity.get("labels"), "labels").get(language), where), "value", where
+    )
+    if not label:
+        return None
+    where = f"descriptions.{language}"
+    terms = _object(entity.get("descriptions"), "descriptions")
+    description = _text(_object(terms.get(language), where), "value", where)
+    where = f"aliases.{language}"
+    listed = _object(entity.get("aliases"), "aliases").get(language) or []
+    if not isinstance(listed, list):
+        raise _WrongType(f"{where!r} is {_kind(listed)}, not a list")
+    aliases = [
+        _text(_object(a, f"{where}[{i}]"), "value", f"{where}[{i}]") for i, a in enumerate(listed)
+    ]
+    aliases = [a for a in aliases if a]
+    sitelink = _object(
+        _object(entity.get("sitelinks"), "sitelinks").get("enwiki"), "sitelinks.enwiki"
+    )
+    enwiki = _text(sitelink, "title", "sitelinks.enwiki")
+    text = f"{label}: {description}." if description else f"{label}."
+    if aliases:
+        text += " Also known as " + ", ".join(aliases) + "."
+    return (Passage(f"wikidata:{entity['id']}", label, text, description), aliases), enwiki
 
 
 def read_wikidata(path: str | Path, *, language: str = "en") -> Iterator[tuple[Record, str]]:
@@ -109,11 +210,13 @@ def read_wikidata(path: str | Path, *, language: str = "en") -> Iterator[tuple[R
     ("Douglas Adams: English author and humorist (1952–2001)."), known by its label and aliases.
 
     Raises:
-        ArgusInputError: A line that is not an entity object (names the file and line).
+        ArgusInputError: A line that is not an entity object, or an entity whose labels,
+            descriptions, aliases or sitelinks are not of the dump's types (names the file, the
+            line and the field); a compressed dump cut short or damaged (names the line reached).
     """
     path = Path(path)
     with _open(path) as fh:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in _lines(path, fh):
             line = raw.strip().rstrip(",")
             if line in ("", "[", "]"):
                 continue
@@ -121,27 +224,16 @@ def read_wikidata(path: str | Path, *, language: str = "en") -> Iterator[tuple[R
                 entity = json.loads(line)
             except ValueError as exc:
                 raise ArgusInputError(f"{path}:{number}: not a Wikidata entity ({exc})") from None
-            if not isinstance(entity, dict) or "id" not in entity:
+            if not isinstance(entity, dict) or not isinstance(entity.get("id"), str):
                 raise ArgusInputError(f"{path}:{number}: not a Wikidata entity (no id)")
-            labels = entity.get("labels") or {}
-            label = str(labels.get(language, {}).get("value", "")).strip()
-            if not label:
-                continue
-            description = str(
-                (entity.get("descriptions") or {}).get(language, {}).get("value", "")
-            ).strip()
-            aliases = [
-                str(a.get("value", "")).strip()
-                for a in (entity.get("aliases") or {}).get(language, [])
-                if isinstance(a, dict)
-            ]
-            aliases = [a for a in aliases if a]
-            enwiki = str(((entity.get("sitelinks") or {}).get("enwiki") or {}).get("title", ""))
-            text = f"{label}: {description}." if description else f"{label}."
-            if aliases:
-                text += " Also known as " + ", ".join(aliases) + "."
-            passage = Passage(f"wikidata:{entity['id']}", label, text, description)
-            yield (passage, aliases), enwiki
+            try:
+                record = _entity(entity, language)
+            except _WrongType as exc:
+                raise ArgusInputError(
+                    f"{path}:{number}: Wikidata entity {entity['id']}: {exc}"
+                ) from None
+            if record is not None:
+                yield record
 
 
 # -- DBpedia (N-Triples / Turtle) -----------------------------------------------------------------
@@ -168,13 +260,13 @@ def read_dbpedia(path: str | Path, *, language: str = "en") -> Iterator[Record]:
     way with ``@prefix`` lines); literals in another language are skipped.
 
     Raises:
-        ArgusInputError: A line that is neither a triple, a prefix, a comment nor blank (names
-            the file and line).
+        ArgusInputError: A line that is neither a triple, a prefix, a comment nor blank, or a
+            compressed dump cut short or damaged (names the file and line).
     """
     path = Path(path)
     prefixes: dict[str, str] = {}
     with _open(path) as fh:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in _lines(path, fh):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue

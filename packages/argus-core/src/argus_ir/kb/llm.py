@@ -12,22 +12,40 @@ prompt (:class:`~argus_ir.llm.cache.CallCache`), so a rerun asks nothing twice; 
 the KB's BM25 word matches only when the LLM gives nothing (they were mostly about another entity
 in the hand-labelled samples, docs/benchmarks.md). ``argus augment --kb-llm openai:URL@MODEL``
 does that for the command line.
+
+What the lookups cost is counted: :meth:`LLMKnowledge.take_usage` gives the calls made and the
+lookups that failed since it was last asked, which the remedy adds to its
+:class:`~argus_ir.remedy.stats.RemedyStats` (``kb_llm_calls``, ``kb_llm_failures``). After
+:data:`GIVE_UP_AFTER` failed lookups in a row (a server that is down, or never answers) it stops
+asking, says so once, and the run goes on without LLM knowledge (``kb_llm_gave_up``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb.reference import DEFAULT_K_AUG, KnowledgeBase, Passage
-from argus_ir.llm.base import LLM
+from argus_ir.llm.base import LLM, Generation
 from argus_ir.llm.cache import CallCache, cached_generate
 from argus_ir.remedy import GENERATED_PREFIX
 
-__all__ = ["GENERATED_PREFIX", "PROMPT", "LLMKnowledge", "with_llm_knowledge"]
+__all__ = [
+    "GENERATED_PREFIX",
+    "GIVE_UP_AFTER",
+    "PROMPT",
+    "TIMEOUT",
+    "KnowledgeUsage",
+    "LLMKnowledge",
+    "with_llm_knowledge",
+]
+
+logger = logging.getLogger(__name__)
 
 PROMPT_VERSION = "kb-describe-v1"
 PROMPT = (
@@ -37,6 +55,29 @@ PROMPT = (
 )
 _MAX_CHARS = 120
 _WINDOW = 200
+GIVE_UP_AFTER = 3
+"""Failed lookups in a row (each after its backend's retries) after which :class:`LLMKnowledge`
+stops asking for the rest of the run: the server is down or never answers."""
+TIMEOUT = 30.0
+"""Seconds ``argus augment --kb-llm openai:...`` waits for one reply unless ``--llm-timeout``
+says otherwise (a reply is one short line; synthesis waits 120)."""
+
+
+@dataclass
+class KnowledgeUsage:
+    """What :class:`LLMKnowledge`'s lookups did over a stretch of a run.
+
+    Attributes:
+        calls: Requests sent to the LLM (retries included; replies from the cache not counted).
+        failures: Lookups whose call failed after its retries (the mention got no passage).
+        last_error: Why the last of them failed (``""`` when none did).
+        gave_up: Why it stopped asking (``""`` while it asks).
+    """
+
+    calls: int = 0
+    failures: int = 0
+    last_error: str = ""
+    gave_up: str = ""
 
 
 def _window(surface: str, context: str | None) -> str:
@@ -72,19 +113,37 @@ class LLMKnowledge:
         cache: A folder (or :class:`CallCache`) that keeps every reply; ``None`` keeps them in
             memory only.
         max_tokens: Longest reply.
+        give_up_after: Failed lookups in a row after which it stops asking (:data:`GIVE_UP_AFTER`).
+
+    Attributes:
+        calls: Requests sent so far (retries included, cached replies not).
+        failures: Lookups whose call failed so far.
+        gave_up: Why it stopped asking (``""`` while it asks).
     """
 
     def __init__(
-        self, llm: LLM, cache: CallCache | str | Path | None = None, *, max_tokens: int = 32
+        self,
+        llm: LLM,
+        cache: CallCache | str | Path | None = None,
+        *,
+        max_tokens: int = 32,
+        give_up_after: int = GIVE_UP_AFTER,
     ) -> None:
+        if give_up_after < 1:
+            raise ArgusInputError(f"give_up_after must be at least 1, got {give_up_after}")
         self.llm = llm
         self.cache = cache if isinstance(cache, CallCache) or cache is None else CallCache(cache)
         self.max_tokens = max_tokens
+        self.give_up_after = give_up_after
         digest = hashlib.sha256(f"{llm.fingerprint}|{PROMPT_VERSION}".encode()).hexdigest()
         self.fingerprint = f"llm-knowledge:{digest[:16]}"
         self._passages: dict[str, Passage] = {}
         self._memo: dict[str, Passage | None] = {}
         self.calls = 0
+        self.failures = 0
+        self.gave_up = ""
+        self._in_a_row = 0
+        self._usage = KnowledgeUsage()
 
     def __len__(self) -> int:
         return len(self._passages)
@@ -93,8 +152,13 @@ class LLMKnowledge:
         return self._passages.get(passage_id)
 
     def knows(self, surface: str) -> bool:
-        """Any name may be asked: a form with at least two letters."""
-        return sum(c.isalpha() for c in surface) >= 2
+        """Any name may be asked (a form with at least two letters), until it gave up."""
+        return not self.gave_up and sum(c.isalpha() for c in surface) >= 2
+
+    def take_usage(self) -> KnowledgeUsage:
+        """What the lookups did since the last call (the remedy adds it to its stats)."""
+        usage, self._usage = self._usage, KnowledgeUsage(gave_up=self.gave_up)
+        return usage
 
     def lookup(
         self,
@@ -104,7 +168,7 @@ class LLMKnowledge:
         label: str | None = None,
         context: str | None = None,
     ) -> list[tuple[Passage, float]]:
-        """One generated passage for the mention in its text, or ``[]``."""
+        """One generated passage for the mention in its text, or ``[]`` (also once it gave up)."""
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
         if not self.knows(surface):
@@ -114,7 +178,7 @@ class LLMKnowledge:
             (reply,), count = cached_generate(
                 self.llm, [(PROMPT_VERSION, prompt)], self.cache, max_tokens=self.max_tokens
             )
-            self.calls += count.calls - count.cache_hits
+            self._count(surface, reply, asked=not count.cache_hits)
             line = clean_reply(surface, reply.text if reply.ok else None)
             passage = None
             if line is not None:
@@ -124,6 +188,28 @@ class LLMKnowledge:
             self._memo[prompt] = passage
         found = self._memo[prompt]
         return [] if found is None else [(found, 1.0)]
+
+    def _count(self, surface: str, reply: Generation, *, asked: bool) -> None:
+        """Count one lookup's calls and failure; give up after too many failures in a row."""
+        calls = reply.attempts if asked else 0
+        self.calls += calls
+        self._usage.calls += calls
+        if reply.ok:
+            self._in_a_row = 0
+            return
+        self.failures += 1
+        self._in_a_row += 1
+        error = f"{surface!r}: {reply.error}"
+        self._usage.failures += 1
+        self._usage.last_error = error
+        logger.info("LLM knowledge: lookup %d in a row failed: %s", self._in_a_row, error)
+        if self._in_a_row >= self.give_up_after:
+            self.gave_up = (
+                f"stopped asking {self.llm!r} after {self._in_a_row} failed lookups in a row "
+                f"(the last: {error}); the run goes on without LLM knowledge"
+            )
+            self._usage.gave_up = self.gave_up
+            logger.warning("LLM knowledge: %s", self.gave_up)
 
 
 def with_llm_knowledge(kb: KnowledgeBase, knowledge: LLMKnowledge) -> Any:

@@ -115,9 +115,8 @@ class OpenAICompatibleLLM(LLM):
                 logger.info("LLM call %d/%d failed: %s", attempt + 1, self.max_retries + 1, last)
             except ValueError as exc:
                 return Generation(None, str(exc), attempts=attempt + 1)
-        return Generation(
-            None, f"gave up after {self.max_retries + 1} calls: {last}", self.max_retries + 1
-        )
+        calls = self.max_retries + 1
+        return Generation(None, f"gave up after {calls} call{'s' * (calls > 1)}: {last}", calls)
 
     def _post(self, body: dict[str, Any]) -> str:
         headers = {"Content-Type": "application/json"}

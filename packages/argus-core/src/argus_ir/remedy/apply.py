@@ -284,6 +284,7 @@ def plan_remedy(
         stats.documents += 1
         stats.flagged_entities += len(diagnosis.flagged)
         plan = _plan(diagnosis, kb, k_aug, context, stats, max_views)
+        stats.count_kb_llm(kb)
         if kind == "expansion":
             n = sum(len(ps) for _, ps in plan)
         elif kind == "focus":  # one per sentence; without the text, one per entity bounds it
@@ -392,6 +393,7 @@ def _batch(
         except Exception as exc:
             _fail(stats, doc_id, settings.kind, exc)
             planned.append((doc_id, text, []))  # no plan: the original alone
+    stats.count_kb_llm(kb)  # the calls an LLM behind the KB made for these lookups
     synthesised: dict[str, View] = {}
     if settings.kind == "synthesis" and llm is not None:
         try:

@@ -34,6 +34,14 @@ class RemedyStats:
             diagnosed, no views.
         kb_sources: Flagged forms answered per KB source, for a KB of several sources
             (:class:`~argus_ir.kb.places.CompositeKB`: ``{"wikipedia": 120, "places": 41}``).
+        kb_llm_calls: Requests sent to the LLM behind the KB (``--kb-llm``,
+            :class:`~argus_ir.kb.llm.LLMKnowledge`) for one-line knowledge of a mention, retries
+            included, cached replies not; apart from ``llm_calls``, which counts synthesis.
+        kb_llm_failures: Lookups whose KB-LLM call failed after its retries (the mention got no
+            generated passage; the document's other views were still built).
+        kb_llm_last_error: Why the last of those failed (``""`` when none did).
+        kb_llm_gave_up: Why the run stopped asking the KB's LLM after
+            :data:`~argus_ir.kb.llm.GIVE_UP_AFTER` failed lookups in a row (``""`` while it asks).
     """
 
     documents: int = 0
@@ -51,11 +59,30 @@ class RemedyStats:
     fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
     kb_sources: dict[str, int] = field(default_factory=dict)
+    kb_llm_calls: int = 0
+    kb_llm_failures: int = 0
+    kb_llm_last_error: str = ""
+    kb_llm_gave_up: str = ""
 
     @property
     def index_growth(self) -> float:
         """Index entries after the remedy divided by entries before."""
         return (self.documents + self.views) / self.documents if self.documents else 1.0
+
+    def count_kb_llm(self, kb: Any) -> None:
+        """Add what the LLM behind ``kb`` did since it was last counted: ``kb`` itself or a
+        source of it (a :class:`~argus_ir.kb.CompositeKB`'s) with a ``take_usage`` method
+        (:meth:`argus_ir.kb.llm.LLMKnowledge.take_usage`); a KB without one adds nothing."""
+        sources = getattr(kb, "sources", None)
+        for source in [kb, *(sources.values() if isinstance(sources, Mapping) else ())]:
+            take = getattr(source, "take_usage", None)
+            if take is None:
+                continue
+            usage = take()
+            self.kb_llm_calls += usage.calls
+            self.kb_llm_failures += usage.failures
+            self.kb_llm_last_error = usage.last_error or self.kb_llm_last_error
+            self.kb_llm_gave_up = usage.gave_up or self.kb_llm_gave_up
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (lists of reasons and failures included)."""
@@ -68,11 +95,15 @@ class RemedyStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RemedyStats:
-        """Rebuild from :meth:`to_dict`'s output (a resumed run continues its counts)."""
-        counts = {f.name: int(data.get(f.name, 0)) for f in fields(cls) if f.type == "int"}
+        """Rebuild from :meth:`to_dict`'s output (a resumed run continues its counts); a field
+        an older run's dict lacks starts empty."""
+        plain: dict[str, Any] = {
+            f.name: int(data.get(f.name, 0)) for f in fields(cls) if f.type == "int"
+        }
+        plain.update({f.name: str(data.get(f.name) or "") for f in fields(cls) if f.type == "str"})
         return cls(
-            **counts,
-            fallback_reasons=[(str(a), str(b)) for a, b in data["fallback_reasons"]],
-            failures=[(str(a), str(b)) for a, b in data["failures"]],
+            **plain,
+            fallback_reasons=[(str(a), str(b)) for a, b in data.get("fallback_reasons") or []],
+            failures=[(str(a), str(b)) for a, b in data.get("failures") or []],
             kb_sources={str(k): int(v) for k, v in dict(data.get("kb_sources") or {}).items()},
         )
