@@ -364,3 +364,16 @@ def test_every_folder_command_refuses_a_non_empty_out_without_overwrite(tmp_path
     assert main(["--quiet", "report", "--audit", str(audit), "--out", str(audit)]) == 1
     assert "is an input" in capsys.readouterr().err
     assert (out / "notes.md").read_text() == "mine"
+
+
+def test_no_file_of_the_run_is_the_input(tmp_path, capsys):
+    """The checkpoint, partial, lock and --kb-llm cache beside --out are the run's own: none may
+    be the corpus (the run would cut, replace or delete it)."""
+    for suffix in (".checkpoint.json", ".partial", ".partial.docs", ".lock", ".kb-llm-cache"):
+        corpus = _corpus(tmp_path / f"o.jsonl{suffix}", "d")
+        before = corpus.read_bytes()
+        out = tmp_path / "o.jsonl"
+        assert main(["--quiet", "augment", str(corpus), "--out", str(out)]) == 1
+        assert f"{corpus} is the input corpus" in capsys.readouterr().err, suffix
+        assert corpus.read_bytes() == before
+        corpus.unlink()

@@ -109,6 +109,7 @@ def _kb_with_llm(args: argparse.Namespace) -> Any:
     from argus_ir.kb.llm import TIMEOUT, LLMKnowledge, with_llm_knowledge
     from argus_ir.kb.shipped import resolve_kb
     from argus_ir.llm import load_llm
+    from argus_ir.runners.checkpoint import kb_llm_cache_path
 
     options: dict[str, Any] = {}
     if str(args.kb_llm).startswith("openai:"):
@@ -119,7 +120,7 @@ def _kb_with_llm(args: argparse.Namespace) -> Any:
         llm = load_llm(args.kb_llm, **options)
     except ValueError as exc:
         raise ArgusInputError(f"--kb-llm: {exc}") from None
-    cache = None if args.out is None else args.out.with_name(args.out.name + ".kb-llm-cache")
+    cache = None if args.out is None else kb_llm_cache_path(args.out)
     base = resolve_kb(args.kb, show_progress=not args.quiet)
     return with_llm_knowledge(base, LLMKnowledge(llm, cache))
 

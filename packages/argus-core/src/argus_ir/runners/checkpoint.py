@@ -22,7 +22,13 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.io import naming_file
 from argus_ir.outputs import lock_path
 
-__all__ = ["CHECKPOINT_VERSION", "checkpoint_path", "load_checkpoint", "lock_path"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "checkpoint_path",
+    "kb_llm_cache_path",
+    "load_checkpoint",
+    "lock_path",
+]
 
 CHECKPOINT_VERSION = 1
 
@@ -39,6 +45,13 @@ def checkpoint_path(out: str | os.PathLike[str]) -> Path:
     """Where a run writing ``out`` keeps its checkpoint."""
     out = Path(out)
     return out.with_name(out.name + ".checkpoint.json")
+
+
+def kb_llm_cache_path(out: str | os.PathLike[str]) -> Path:
+    """Where a run writing ``out`` keeps the replies of its ``--kb-llm`` (a folder, reused by the
+    next run on ``out``)."""
+    out = Path(out)
+    return out.with_name(out.name + ".kb-llm-cache")
 
 
 def _partial_paths(out: Path) -> tuple[Path, Path]:

@@ -45,6 +45,7 @@ from argus_ir.runners.checkpoint import (
     _reopen,
     _skip_done,
     checkpoint_path,
+    kb_llm_cache_path,
     load_checkpoint,
     lock_path,
 )
@@ -257,9 +258,15 @@ def check_paths(
         }
         for path in own.values():  # the run's own files: replaced, never the input
             check_output(path, flag="", taken=taken, overwrite=True)
+        cache = kb_llm_cache_path(out)  # a folder the next run on out reuses, never the input
+        check_output(cache, flag="", taken=taken, overwrite=True, folder=True, is_kind=_any)
         taken.update({out_flag: out, **own})
     if stats is not None:
         check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite)
+
+
+def _any(folder: Path) -> bool:
+    return True
 
 
 def scan_corpus(corpus: str | os.PathLike[str]) -> int:
