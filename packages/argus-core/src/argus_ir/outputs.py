@@ -161,7 +161,7 @@ def _locked(target: Path, shown: str) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    path = target.with_name(target.name + ".lock")
+    path = lock_path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
