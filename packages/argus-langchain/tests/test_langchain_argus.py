@@ -21,29 +21,8 @@ from argus_ir.testing import (
     STORE_KB_DOCUMENT,
     STORE_KB_ENTRIES,
     AdapterContract,
-    minilm_path,
 )
 from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_documents
-
-
-class MiniLM(Embeddings):
-    """The offline all-MiniLM-L6-v2 through sentence-transformers (what HuggingFaceEmbeddings does)."""
-
-    def __init__(self) -> None:
-        from sentence_transformers import SentenceTransformer
-
-        self.model = SentenceTransformer(str(minilm_path()), device="cpu")
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, normalize_embeddings=True).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
-
-@pytest.fixture(scope="module")
-def embeddings() -> MiniLM:
-    return MiniLM()
 
 
 class TestContract(AdapterContract):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,11 @@ from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank
 
 __all__ = ["ArgusRetriever", "collapse_documents"]
 
+logger = logging.getLogger(__name__)
+
+_ANONYMOUS = "\0argus-anonymous-hit-"
+"""Prefix of the key a hit with no id at all is folded under (its own group, never merged)."""
+
 
 def collapse_documents(
     hits: Sequence[tuple[Document, float]] | Sequence[Document],
@@ -29,7 +35,10 @@ def collapse_documents(
     """Fold hits on originals and views into one entry per source document.
 
     Args:
-        hits: ``(document, score)`` pairs (higher is better), or documents in rank order.
+        hits: ``(document, score)`` pairs (higher is better: similarities or relevance scores,
+            not distances), or documents in rank order. A hit's id is ``Document.id``, else
+            ``metadata["_id"]`` (where langchain-qdrant puts it); a hit with neither is its own
+            source (``source_id`` ``""``), never merged with another.
         top_k: Keep this many sources.
         how: ``"max"`` (a source scores as its best hit) or ``"sum"``.
         view_discount: Subtracted from every view's score before folding, so a view lifts its
@@ -45,23 +54,27 @@ def collapse_documents(
             hits carry no scores), an unknown ``how``, or a score that is not a finite number.
     """
     _check_view_discount(view_discount)
-    pairs: list[tuple[Document, float | None]] = [
-        (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
+    # (document, score, key): the key is the hit's id, or a unique one for a hit without any
+    triples: list[tuple[Document, float | None, str]] = [
+        (doc, score, _doc_id(doc) or f"{_ANONYMOUS}{pos}")
+        for pos, (doc, score) in enumerate(
+            (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
+        )
     ]
     folded = fold_hits(
-        pairs,
-        id_of=lambda p: p[0].id or "",
-        metadata_of=lambda p: p[0].metadata,
-        score_of=lambda p: p[1],
+        triples,
+        id_of=lambda t: t[2],
+        metadata_of=lambda t: t[0].metadata,
+        score_of=lambda t: t[1],
         how=how,
         top_k=top_k,
         view_discount=view_discount,
     )
     return [
         SourceHits(
-            f.source_id,
+            "" if f.source_id.startswith(_ANONYMOUS) else f.source_id,
             f.score,
-            tuple(doc for doc, _ in f.hits),
+            tuple(doc for doc, _, _ in f.hits),
             None if f.original is None else f.original[0],
         )
         for f in folded
@@ -75,6 +88,19 @@ class ArgusRetriever(BaseRetriever):
     (best score by default) and returns the top ``k`` sources as the *original* documents: taken
     from the hits when the original was retrieved itself, else fetched from the store by id
     (``get_by_ids``). A store that cannot fetch by id gives the best-scoring view instead.
+
+    Scores: the hits come from ``similarity_search_with_relevance_scores`` (higher is better),
+    because ``similarity_search_with_score`` returns *distances* (lower is better) in Chroma,
+    FAISS or PGVector and *similarities* in others. A store without a relevance function (its
+    ``_select_relevance_score_fn`` raises ``NotImplementedError``, as ``InMemoryVectorStore``'s
+    does) is asked for ``similarity_search_with_score`` instead, taken as similarities.
+    ``view_discount`` is a margin on that scale: on Chroma's ``"cosine"`` space the relevance is
+    the cosine similarity itself; see ``docs/langchain.md`` for other spaces.
+
+    Fetching: when ``get_by_ids`` fails for a store-specific reason (langchain-chroma raises
+    pydantic's ``ValidationError`` for an entry stored without metadata), each id is fetched on
+    its own; an id that still fails is logged (a warning on the ``langchain_argus.retriever``
+    logger, with the exception type) and its source's best view stands in for it.
 
     Example:
         >>> retriever = ArgusRetriever(vectorstore=store, k=4)  # doctest: +SKIP
@@ -90,10 +116,11 @@ class ArgusRetriever(BaseRetriever):
     how: str = "max"
     """``"max"`` or ``"sum"`` of a source's hit scores."""
     view_discount: float = DEFAULT_VIEW_DISCOUNT
-    """Subtracted from every view's score before folding: a view lifts its source only when it
-    beats the original by more than this (default: ``argus_ir.collapse.DEFAULT_VIEW_DISCOUNT``)."""
+    """Subtracted from every view's relevance score before folding: a view lifts its source only
+    when it beats the original by more than this (default:
+    ``argus_ir.collapse.DEFAULT_VIEW_DISCOUNT``, a margin on cosine similarity)."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Passed on to ``similarity_search_with_score`` (a filter, for instance)."""
+    """Passed on to the store's search (a filter, for instance)."""
 
     @field_validator("view_discount")
     @classmethod
@@ -116,9 +143,15 @@ class ArgusRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         k = int(kwargs.pop("k", self.k))
-        hits = self.vectorstore.similarity_search_with_score(
-            query, k=self._fetch_k(k), **{**self.search_kwargs, **kwargs}
-        )
+        search = {**self.search_kwargs, **kwargs}
+        try:
+            hits = self.vectorstore.similarity_search_with_relevance_scores(
+                query, k=self._fetch_k(k), **search
+            )
+        except NotImplementedError:  # no relevance function: its scores are similarities
+            hits = self.vectorstore.similarity_search_with_score(
+                query, k=self._fetch_k(k), **search
+            )
         folded = collapse_documents(hits, top_k=k, how=self.how, view_discount=self.view_discount)
         missing = [f.source_id for f in folded if f.original is None]
         fetched = self._get_by_ids(missing) if missing else {}
@@ -128,9 +161,15 @@ class ArgusRetriever(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         k = int(kwargs.pop("k", self.k))
-        hits = await self.vectorstore.asimilarity_search_with_score(
-            query, k=self._fetch_k(k), **{**self.search_kwargs, **kwargs}
-        )
+        search = {**self.search_kwargs, **kwargs}
+        try:
+            hits = await self.vectorstore.asimilarity_search_with_relevance_scores(
+                query, k=self._fetch_k(k), **search
+            )
+        except NotImplementedError:  # no relevance function: its scores are similarities
+            hits = await self.vectorstore.asimilarity_search_with_score(
+                query, k=self._fetch_k(k), **search
+            )
         folded = collapse_documents(hits, top_k=k, how=self.how, view_discount=self.view_discount)
         missing = [f.source_id for f in folded if f.original is None]
         fetched = await self._aget_by_ids(missing) if missing else {}
@@ -138,17 +177,55 @@ class ArgusRetriever(BaseRetriever):
 
     def _get_by_ids(self, ids: list[str]) -> dict[str, Document]:
         try:
-            docs = self.vectorstore.get_by_ids(ids)
+            return _by_id(self.vectorstore.get_by_ids(ids))
         except NotImplementedError:
             return {}
-        return {d.id: d for d in docs if d.id is not None}
+        except Exception as exc:  # the store's own failure: retry id by id
+            _log_failure(self.vectorstore, ids, exc)
+        fetched: dict[str, Document] = {}
+        for one in ids:
+            try:
+                fetched.update(_by_id(self.vectorstore.get_by_ids([one])))
+            except Exception as exc:  # the best view stands in for it
+                _log_failure(self.vectorstore, [one], exc)
+        return fetched
 
     async def _aget_by_ids(self, ids: list[str]) -> dict[str, Document]:
         try:
-            docs = await self.vectorstore.aget_by_ids(ids)
+            return _by_id(await self.vectorstore.aget_by_ids(ids))
         except NotImplementedError:
             return {}
-        return {d.id: d for d in docs if d.id is not None}
+        except Exception as exc:  # the store's own failure: retry id by id
+            _log_failure(self.vectorstore, ids, exc)
+        fetched: dict[str, Document] = {}
+        for one in ids:
+            try:
+                fetched.update(_by_id(await self.vectorstore.aget_by_ids([one])))
+            except Exception as exc:  # the best view stands in for it
+                _log_failure(self.vectorstore, [one], exc)
+        return fetched
+
+
+def _doc_id(doc: Document) -> str | None:
+    """A document's store id: ``Document.id``, else ``metadata["_id"]`` (langchain-qdrant)."""
+    if doc.id:
+        return doc.id
+    fallback = (doc.metadata or {}).get("_id")
+    return None if fallback is None or fallback == "" else str(fallback)
+
+
+def _by_id(docs: Sequence[Document]) -> dict[str, Document]:
+    return {key: d for d in docs if (key := _doc_id(d)) is not None}
+
+
+def _log_failure(store: VectorStore, ids: list[str], exc: BaseException) -> None:
+    if len(ids) == 1:
+        what = f"id {ids[0]!r} (its best view stands in for it)"
+    else:
+        what = f"{len(ids)} ids (retrying one at a time)"
+    logger.warning(
+        "%s.get_by_ids failed for %s: %s: %s", type(store).__name__, what, type(exc).__name__, exc
+    )
 
 
 def _check_view_discount(value: float) -> None:

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from types import ModuleType
+from typing import Any
 
 from argus_ir.cli import (
     audit,
@@ -100,7 +101,7 @@ def _claimed_out_folder(args: argparse.Namespace) -> contextlib.AbstractContextM
     from argus_ir.outputs import check_output, claim_output
 
     inputs, resumes = args.out_folder
-    rule = {
+    rule: dict[str, Any] = {
         "flag": "--out",
         "inputs": [path for path in inputs(args) if path is not None],
         "overwrite": args.overwrite or bool(resumes and getattr(args, resumes)),

@@ -93,7 +93,7 @@ def build_disk_kb(
     import pyarrow as pa
 
     bm25s = _bm25s()
-    rule = {"flag": "folder", "overwrite": overwrite, "folder": True}
+    rule: dict[str, Any] = {"flag": "folder", "overwrite": overwrite, "folder": True}
     target = check_output(folder, **rule, kind="KB folder", is_kind=is_kb_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
