@@ -1,0 +1,190 @@
+"""ArgusCollapser over a real ChromaDocumentStore on disk: distances read as relevance, and
+originals read back although Chroma takes only ``==`` on ids."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+from haystack import Document, Pipeline
+from haystack.components.writers import DocumentWriter
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.errors import FilterError
+
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, collapse
+from argus_ir.testing import SCENARIO, minilm_path
+from haystack_integrations.components.augmenters.argus import ArgusAugmenter
+from haystack_integrations.components.embedders.sentence_transformers import (
+    SentenceTransformersDocumentEmbedder,
+    SentenceTransformersTextEmbedder,
+)
+from haystack_integrations.components.rankers.argus import ArgusCollapser
+from haystack_integrations.components.retrievers.chroma import ChromaEmbeddingRetriever
+from haystack_integrations.document_stores.chroma import ChromaDocumentStore
+
+MODEL = str(minilm_path())
+# questions the views answer (the KB text their documents lack) and two plainer ones
+QUERIES = (
+    SCENARIO.query,
+    "the physicist who discovered polonium and radium",
+    "the Danish physicist who developed the model of the atom",
+    "the Roman general and dictator",
+    "the last active ruler of the Ptolemaic Kingdom",
+    "the composer of the Brandenburg Concertos",
+    "the capital of Nepal",
+)
+
+
+@pytest.fixture(scope="module")
+def chroma_corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The scenario corpus with argus views, embedded once (one model load) and written into a
+    Chroma collection per space on disk; the queries' embeddings."""
+    path = str(tmp_path_factory.mktemp("chroma"))
+    pipe = Pipeline()
+    pipe.add_component("argus", ArgusAugmenter(progress_bar=False, **SCENARIO.settings))
+    pipe.add_component(
+        "embedder",
+        SentenceTransformersDocumentEmbedder(
+            model=MODEL, local_files_only=True, progress_bar=False
+        ),
+    )
+    store = _store(path, "cosine")
+    pipe.add_component("writer", DocumentWriter(document_store=store))
+    pipe.connect("argus.documents", "embedder.documents")
+    pipe.connect("embedder.documents", "writer.documents")
+    corpus = [Document(id=doc_id, content=text) for doc_id, text in SCENARIO.documents]
+    out = pipe.run({"argus": {"documents": corpus}}, include_outputs_from={"argus"})
+    assert out["argus"]["stats"]["views"] > 0
+    entries = store.filter_documents()
+    for space in ("l2", "ip"):
+        _store(path, space).write_documents(entries)
+    embedder = SentenceTransformersTextEmbedder(
+        model=MODEL, local_files_only=True, progress_bar=False
+    )
+    embedder.warm_up()
+    queries = {q: embedder.run(text=q)["embedding"] for q in QUERIES}
+    return {"path": path, "entries": entries, "queries": queries}
+
+
+def _store(path: str, space: str) -> ChromaDocumentStore:
+    return ChromaDocumentStore(
+        collection_name=f"argus-{space}",
+        persist_path=path,
+        distance_function=space,
+        client_settings={"anonymized_telemetry": False},  # offline tests
+    )
+
+
+def _query_pipeline(store: ChromaDocumentStore, fetch: int, top_k: int) -> Pipeline:
+    pipe = Pipeline()
+    pipe.add_component("retriever", ChromaEmbeddingRetriever(document_store=store, top_k=fetch))
+    pipe.add_component("collapser", ArgusCollapser(top_k=top_k, document_store=store))
+    pipe.connect("retriever.documents", "collapser.documents")
+    return pipe
+
+
+def _reference(entries: list[Document], query: list[float], top_k: int) -> list[tuple[str, float]]:
+    """Cosine similarity to every stored entry (numpy), folded by the core's ``collapse``."""
+    matrix = np.array([e.embedding for e in entries], dtype=np.float64)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    q = np.asarray(query, dtype=np.float64)
+    sims = matrix @ (q / np.linalg.norm(q))
+    source_of = {e.id: e.meta.get("argus_source_id", e.id) for e in entries}
+    hits = [(e.id, float(s)) for e, s in zip(entries, sims)]
+    return collapse(hits, source_of, top_k=top_k, view_discount=DEFAULT_VIEW_DISCOUNT)
+
+
+@pytest.mark.parametrize("space", ["cosine", "l2", "ip"])
+def test_chroma_distances_are_folded_as_relevance_like_a_cosine_reference(chroma_corpus, space):
+    entries = chroma_corpus["entries"]
+    store = _store(chroma_corpus["path"], space)  # reopened from disk
+    pipe = _query_pipeline(store, fetch=len(entries), top_k=5)
+    for query, embedding in chroma_corpus["queries"].items():
+        got = pipe.run({"retriever": {"query_embedding": embedding}})["collapser"]["documents"]
+        want = _reference(entries, embedding, top_k=5)
+        assert [d.id for d in got] == [src for src, _ in want], query
+        assert [d.score for d in got] == pytest.approx([s for _, s in want], abs=1e-4), query
+
+
+def test_originals_outside_the_hits_are_read_from_chroma(chroma_corpus):
+    store = _store(chroma_corpus["path"], "cosine")
+    pipe = _query_pipeline(store, fetch=2, top_k=2)
+    retriever = ChromaEmbeddingRetriever(document_store=store, top_k=2)
+    texts = dict(SCENARIO.documents)
+    fetched = 0
+    for query, embedding in chroma_corpus["queries"].items():
+        hits = retriever.run(query_embedding=embedding)["documents"]
+        sources = {d.meta.get("argus_source_id", d.id) for d in hits}
+        fetched += len(sources - {d.id for d in hits})  # sources hit only through a view
+        got = pipe.run({"retriever": {"query_embedding": embedding}})["collapser"]["documents"]
+        assert [(d.id, d.content) for d in got] == [(d.id, texts[d.id]) for d in got], query
+        assert all("argus_view" not in d.meta for d in got), query
+        collapser = pipe.get_component("collapser")
+        # Chroma's async reader needs an HTTP client: run_async falls back to the sync path
+        assert asyncio.run(collapser.run_async(documents=hits))["documents"] == got
+    assert fetched >= 5  # 6 of the 7 queries hit a source only through its views (measured)
+
+
+def test_auto_refuses_a_chroma_store_whose_space_it_cannot_read(tmp_path):
+    odd = ChromaDocumentStore(persist_path=str(tmp_path), metadata={"hnsw:space": "dot"})
+    with pytest.raises(ValueError, match="scores='distance'"):
+        ArgusCollapser(document_store=odd)
+    assert ArgusCollapser(document_store=odd, scores="distance").scores == "distance"
+
+
+def test_scores_round_trips_and_older_yaml_reads_auto():
+    collapser = ArgusCollapser(scores="distance")
+    data = collapser.to_dict()
+    assert data["init_parameters"]["scores"] == "distance"
+    assert ArgusCollapser.from_dict(data).scores == "distance"
+    del data["init_parameters"]["scores"]  # a YAML written before `scores` existed
+    assert ArgusCollapser.from_dict(data).scores == "auto"
+    with pytest.raises(ValueError, match="scores"):
+        ArgusCollapser(scores="rank")
+    hits = [Document(id="a", content="a", score=0.2), Document(id="b", content="b", score=0.7)]
+    far = ArgusCollapser(scores="distance").run(documents=hits)["documents"]
+    assert [(d.id, d.score) for d in far] == [("a", pytest.approx(0.8)), ("b", pytest.approx(0.3))]
+
+
+class _EqOnlyStore(InMemoryDocumentStore):
+    """Takes only ``==`` on ids (as Chroma does) and fails outright on one id."""
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        if filters and filters.get("operator") == "in":
+            raise FilterError("id filter only supports '=='")
+        if filters and filters.get("value") == "broken":
+            raise RuntimeError("disk gone")
+        return super().filter_documents(filters)
+
+
+def test_ids_are_read_one_by_one_and_a_failure_is_logged(caplog):
+    store = _EqOnlyStore()
+    store.write_documents([Document(id="a", content="original a")])
+    view = {"argus_view": "expansion"}
+    hits = [
+        Document(id="a#v", content="view a", meta={"argus_source_id": "a", **view}, score=0.9),
+        Document(id="x#v", content="view x", meta={"argus_source_id": "broken", **view}, score=0.8),
+    ]
+    collapser = ArgusCollapser(document_store=store)
+    with caplog.at_level(logging.WARNING):
+        got = collapser.run(documents=hits)["documents"]
+    assert [(d.id, d.content) for d in got] == [("a", "original a"), ("x#v", "view x")]
+    assert "RuntimeError" in caplog.text and "'broken'" in caplog.text
+    assert asyncio.run(collapser.run_async(documents=hits))["documents"] == got
+
+
+def test_get_documents_by_id_is_used_when_the_store_has_it():
+    asked: list[list[str]] = []
+
+    class ById(_EqOnlyStore):
+        def get_documents_by_id(self, ids: list[str]) -> list[Document]:
+            asked.append(list(ids))
+            return [Document(id=i, content=f"original {i}") for i in ids]
+
+    hits = [Document(id="v", content="v", meta={"argus_source_id": "broken"}, score=0.5)]
+    got = ArgusCollapser(document_store=ById()).run(documents=hits)["documents"]
+    assert [(d.id, d.content) for d in got] == [("broken", "original broken")]
+    assert asked == [["broken"]]
