@@ -624,3 +624,20 @@ def test_old_flag_names_are_hidden_from_help(capsys):
             main(["sira", step, "--help"])
         text = capsys.readouterr().out
         assert "--df-share" in text and "--tau" not in text, step
+
+
+def test_max_chars_reaches_argus_from_augment_and_evaluate():
+    """--max-chars is parsed by both commands that build an Argus, and reaches its settings."""
+    from argus_ir.cli.common import argus_settings
+    from argus_ir.cli.main import build_parser
+    from argus_ir.diagnose import DEFAULT_MAX_CHARS
+
+    parser = build_parser()
+    for argv in (["augment", "c.jsonl", "--out", "o.jsonl"], ["evaluate", "d", "--out", "o"]):
+        assert argus_settings(parser.parse_args(argv))["max_chars"] == DEFAULT_MAX_CHARS
+        limited = parser.parse_args([*argv, "--max-chars", "5000"])
+        assert argus_settings(limited)["max_chars"] == 5000
+    assert (
+        argus_settings(parser.parse_args(["augment", "c", "--max-chars", "off"]))["max_chars"]
+        is None
+    )
