@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 
 import pytest
 from llama_index.core import VectorStoreIndex
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
 from llama_index.core.ingestion.pipeline import get_transformation_hash
 from llama_index.core.schema import (
@@ -29,41 +28,8 @@ from argus_ir.testing import (
     STORE_KB_DOCUMENT,
     STORE_KB_ENTRIES,
     AdapterContract,
-    minilm_path,
 )
 from argus_llamaindex import ArgusPostprocessor, ArgusTransform
-
-
-class MiniLM(BaseEmbedding):
-    """The offline all-MiniLM-L6-v2 through sentence-transformers."""
-
-    _model: Any = PrivateAttr()
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(model_name="all-MiniLM-L6-v2", **kwargs)
-        from sentence_transformers import SentenceTransformer
-
-        self._model = SentenceTransformer(str(minilm_path()), device="cpu")
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        return self._model.encode(texts, normalize_embeddings=True).tolist()
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._embed([query])[0]
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._embed([text])[0]
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._embed(texts)
-
-
-@pytest.fixture(scope="module")
-def embed_model() -> MiniLM:
-    return MiniLM()
 
 
 class TestContract(AdapterContract):

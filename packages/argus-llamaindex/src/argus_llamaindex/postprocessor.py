@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -9,8 +10,11 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, field_validator
 
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
+from argus_llamaindex._scores import SCORES, relevance_of
 
 __all__ = ["ArgusPostprocessor"]
+
+logger = logging.getLogger(__name__)
 
 
 class ArgusPostprocessor(BaseNodePostprocessor):
@@ -19,12 +23,17 @@ class ArgusPostprocessor(BaseNodePostprocessor):
     Retrieve more nodes than you need (``similarity_top_k``: views crowd the top ranks); each
     source scores as its best hit (or the sum, ``how="sum"``), every view's score less
     ``view_discount``, and comes out as the *original* node: from the hits when the original was
-    retrieved itself, else from ``docstore`` (pass ``index.docstore``); without a docstore, the
-    best view stands in.
+    retrieved itself, else read by id from ``vector_store`` (a store that holds the text, such as
+    Chroma, where the index keeps no docstore), then from ``docstore``; ``index=`` gives both.
+    A read that fails is logged (with the exception's type) and, as for an original found
+    nowhere, the source's best view stands in.
+
+    Scores: the view discount is a margin of cosine similarity, so every score is read as a
+    cosine-equivalent relevance first (``scores``). Results carry their folded score on that scale.
 
     Example:
         >>> retriever = index.as_retriever(similarity_top_k=20)  # doctest: +SKIP
-        >>> nodes = ArgusPostprocessor(top_k=4, docstore=index.docstore).postprocess_nodes(
+        >>> nodes = ArgusPostprocessor(top_k=4, index=index).postprocess_nodes(
         ...     retriever.retrieve("who starred in Casablanca?"))  # doctest: +SKIP
     """
 
@@ -32,10 +41,28 @@ class ArgusPostprocessor(BaseNodePostprocessor):
     how: str = Field(default="max", description="max or sum of a source's hit scores.")
     view_discount: float = Field(
         default=DEFAULT_VIEW_DISCOUNT,
-        description="Subtracted from every view's score before folding: a view lifts its source "
-        "only when it beats the original by more than this.",
+        description="Subtracted from every view's relevance before folding: a view lifts its "
+        "source only when it beats the original by more than this (a cosine margin).",
+    )
+    scores: str = Field(
+        default="auto",
+        description="What node scores mean: 'similarity' (cosine-like, kept), 'chroma' "
+        "(llama-index's Chroma store's exp(-distance), turned back into a cosine by the "
+        "collection's space) or 'auto' ('chroma' when the vector store is a ChromaVectorStore, "
+        "else 'similarity').",
     )
     docstore: Any = Field(default=None, exclude=True, description="Where originals are read.")
+    vector_store: Any = Field(
+        default=None,
+        exclude=True,
+        description="The vector store the nodes come from: originals are read from it when it "
+        "holds text (get_nodes), and 'auto' scores follow it.",
+    )
+    index: Any = Field(
+        default=None,
+        exclude=True,
+        description="An index whose vector_store and docstore stand in for unset ones.",
+    )
 
     @field_validator("view_discount")
     @classmethod
@@ -43,35 +70,95 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         rank_sources((), view_discount=value)  # the core's check, run on no hits
         return value
 
+    @field_validator("scores")
+    @classmethod
+    def _check_scores(cls, value: str) -> str:
+        if value not in SCORES:
+            raise ValueError(f"scores must be one of {SCORES}, got {value!r}")
+        return value
+
     @classmethod
     def class_name(cls) -> str:
         return "ArgusPostprocessor"
 
+    def _stores(self) -> tuple[Any, Any]:
+        """The vector store and the docstore: the ones given, else the index's."""
+        vector_store, docstore = self.vector_store, self.docstore
+        if self.index is not None:  # `is None`, not `or`: a store may be falsy when empty
+            if vector_store is None:
+                vector_store = getattr(self.index, "vector_store", None)
+            if docstore is None:
+                docstore = getattr(self.index, "docstore", None)
+        return vector_store, docstore
+
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        vector_store, docstore = self._stores()
+        relevance = relevance_of(self.scores, vector_store)
         folded = fold_hits(
             nodes,
             id_of=lambda n: n.node.node_id,
             metadata_of=lambda n: n.node.metadata,
-            score_of=lambda n: n.score,
+            score_of=lambda n: None if n.score is None else relevance(n.score),
             how=self.how,
             top_k=self.top_k,
             view_discount=self.view_discount,
         )
         missing = [f.source_id for f in folded if f.original is None]
-        fetched = self._fetch(missing)
+        fetched = _from_vector_store(vector_store, missing)
+        fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
         return [_result(f, fetched) for f in folded]
 
-    def _fetch(self, ids: list[str]) -> dict[str, BaseNode]:
-        if not ids or self.docstore is None:
-            return {}
-        found = {}
-        for node_id in ids:
-            node = self.docstore.get_node(node_id, raise_error=False)
-            if node is not None:
-                found[node_id] = node
+
+def _from_vector_store(store: Any, ids: list[str]) -> dict[str, BaseNode]:
+    """Originals read by id from a store that holds text; a failed batch is retried id by id."""
+    if not ids or store is None or not getattr(store, "stores_text", False):
+        return {}
+    try:
+        return _by_id(store.get_nodes(node_ids=ids), ids)
+    except NotImplementedError:  # the store cannot read by id: the docstore may
+        return {}
+    except Exception as exc:  # the store's own failure: retry id by id
+        _log_failure(store, ids, exc)
+    fetched: dict[str, BaseNode] = {}
+    for one in ids:
+        try:
+            fetched.update(_by_id(store.get_nodes(node_ids=[one]), [one]))
+        except Exception as exc:  # the docstore, else the best view, stands in for it
+            _log_failure(store, [one], exc)
+    return fetched
+
+
+def _from_docstore(docstore: Any, ids: list[str]) -> dict[str, BaseNode]:
+    found: dict[str, BaseNode] = {}
+    if docstore is None:
         return found
+    for node_id in ids:
+        try:
+            node = docstore.get_node(node_id, raise_error=False)
+        except Exception as exc:  # the best view stands in for it
+            _log_failure(docstore, [node_id], exc)
+            continue
+        if node is not None:
+            found[node_id] = node
+    return found
+
+
+def _by_id(nodes: list[BaseNode], ids: list[str]) -> dict[str, BaseNode]:
+    # only the asked ids: a store given no ids may return everything
+    wanted = set(ids)
+    return {n.node_id: n for n in nodes if n.node_id in wanted}
+
+
+def _log_failure(store: Any, ids: list[str], exc: BaseException) -> None:
+    if len(ids) == 1:
+        what = f"id {ids[0]!r} (the next store or its best view stands in for it)"
+    else:
+        what = f"{len(ids)} ids (retrying one at a time)"
+    logger.warning(
+        "%s could not read %s: %s: %s", type(store).__name__, what, type(exc).__name__, exc
+    )
 
 
 def _result(folded: SourceHits[NodeWithScore], fetched: dict[str, BaseNode]) -> NodeWithScore:

@@ -33,8 +33,10 @@ class ArgusTransform(TransformComponent):
     node in ``argus_source_id``. A view copies its original's metadata (so metadata filters still
     match it), keeps the ``argus_*`` keys out of embeddings and LLM prompts, and belongs to the same
     source document (its ``SOURCE`` relationship is the original's source, or the original itself
-    when the original is a document), so ``delete_ref_doc`` removes views with their document. At
-    query time add :class:`~argus_llamaindex.ArgusPostprocessor`.
+    when the original is a document). With a splitter before this step, ``delete_ref_doc`` and a
+    docstore upsert remove chunks and views together; documents given straight to it are stored
+    without a ``ref_doc_id``, so those remove the views but not the document's own entry (see
+    ``docs/llamaindex.md``). At query time add :class:`~argus_llamaindex.ArgusPostprocessor`.
 
     Every setting that changes the output is a public field, including ``probe_checksum`` and
     ``kb_fingerprint`` (filled from the probe and KB files when left empty), so the pipeline's cache

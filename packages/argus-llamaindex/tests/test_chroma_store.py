@@ -1,0 +1,214 @@
+"""ArgusPostprocessor over a real ChromaVectorStore on disk: originals read from the store (the
+index keeps no docstore when the store holds the text) and Chroma's exp(-distance) scores read
+as cosine before the view discount.
+
+One ingest (the shared scenario corpus through the transform and the embedding), written into a
+Chroma collection per space on a ``PersistentClient``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import numpy as np
+import pytest
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.schema import BaseNode, Document, NodeWithScore, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SOURCE_KEY, rank_sources
+from argus_ir.testing import SCENARIO
+from argus_llamaindex import ArgusPostprocessor, ArgusTransform
+
+# queries that a view answers better than its original and plain ones; the scale of the discount
+# decides the third and fourth (a view beats a rival by between 0.02 and about 0.04 of cosine)
+QUERIES = (
+    SCENARIO.query,
+    "the Danish physicist who developed the model of the atom",
+    "a German baroque composer of church cantatas",
+    "Niels Bohr and Einstein",
+    "the last active ruler of the Ptolemaic Kingdom",
+    "a city in a Himalayan valley with cool spring air",
+)
+# queries whose two best hits are views only: their originals are outside the hits
+VIEWS_FIRST = (
+    SCENARIO.query,
+    "the physicist who discovered polonium and radium",
+    "the Danish physicist who developed the model of the atom",
+    "the Roman general and dictator",
+)
+SPACES = ("cosine", "l2", "ip")
+
+
+@pytest.fixture(scope="module")
+def nodes(embed_model) -> list[BaseNode]:
+    corpus = [Document(id_=doc_id, text=text) for doc_id, text in SCENARIO.documents]
+    pipeline = IngestionPipeline(transformations=[ArgusTransform(**SCENARIO.settings), embed_model])
+    out = pipeline.run(documents=corpus)
+    assert any(SOURCE_KEY in n.metadata for n in out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def chroma_path(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("chroma")
+
+
+@pytest.fixture(scope="module")
+def indexes(chroma_path, nodes, embed_model) -> dict[str, VectorStoreIndex]:
+    """One index per Chroma space, over the same embedded nodes."""
+    client = chromadb.PersistentClient(path=str(chroma_path))
+    out = {}
+    for space in SPACES:
+        collection = client.get_or_create_collection(
+            f"argus-{space}", metadata={"hnsw:space": space}
+        )
+        store = ChromaVectorStore(chroma_collection=collection)
+        context = StorageContext.from_defaults(vector_store=store)
+        out[space] = VectorStoreIndex(nodes, storage_context=context, embed_model=embed_model)
+    return out
+
+
+def _originals() -> dict[str, str]:
+    return dict(SCENARIO.documents)
+
+
+def _cosine_reference(index: VectorStoreIndex, embed_model, query: str, k: int) -> list[tuple]:
+    """Top-``k`` ``(source, score, best hit)``: numpy cosine over every stored entry, folded."""
+    entries = index.vector_store.client.get(include=["embeddings", "metadatas"])
+    vectors = np.asarray(entries["embeddings"], dtype=np.float64)
+    q = np.asarray(embed_model.get_query_embedding(query), dtype=np.float64)
+    cosine = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
+    source_of = {
+        i: (meta or {}).get(SOURCE_KEY, i) for i, meta in zip(entries["ids"], entries["metadatas"])
+    }
+    hits = zip(entries["ids"], cosine.tolist())
+    return rank_sources(hits, source_of, top_k=k, view_discount=DEFAULT_VIEW_DISCOUNT)
+
+
+def test_chroma_originals_outside_the_top_k_are_read_from_the_vector_store(
+    indexes, chroma_path, nodes, embed_model
+):
+    index = indexes["cosine"]
+    assert not index.docstore.docs  # the store holds the text: nothing to read originals from
+    client = chromadb.PersistentClient(path=str(chroma_path))  # the collection reopened
+    reopened = VectorStoreIndex.from_vector_store(
+        ChromaVectorStore(chroma_collection=client.get_collection("argus-cosine")),
+        embed_model=embed_model,
+    )
+    posts = (
+        ArgusPostprocessor(top_k=2, vector_store=index.vector_store),
+        ArgusPostprocessor(top_k=2, index=index),
+        ArgusPostprocessor(top_k=2, index=reopened),
+        ArgusPostprocessor(top_k=2, docstore=index.docstore, vector_store=index.vector_store),
+        # the in-memory store holds no text: index= reads its docstore
+        ArgusPostprocessor(top_k=2, index=VectorStoreIndex(nodes, embed_model=embed_model)),
+    )
+    for query in VIEWS_FIRST:
+        hits = index.as_retriever(similarity_top_k=2).retrieve(query)
+        assert all(SOURCE_KEY in h.node.metadata for h in hits), query  # views only
+        sources = list(dict.fromkeys(h.node.metadata[SOURCE_KEY] for h in hits))
+        for post in posts:
+            found = post.postprocess_nodes(hits)
+            assert [n.node.node_id for n in found] == sources, query
+            for n in found:  # the original itself, read from the store
+                assert SOURCE_KEY not in n.node.metadata, (query, n.node.node_id)
+                assert n.node.get_content() == _originals()[n.node.node_id], query
+
+
+class FailsOn(ChromaVectorStore):
+    """A Chroma store whose reads fail for one id (as a store's own error would)."""
+
+    def get_nodes(self, node_ids=None, filters=None):  # type: ignore[override]
+        if SCENARIO.target in (node_ids or []):
+            raise RuntimeError("read refused")
+        return super().get_nodes(node_ids=node_ids, filters=filters)
+
+
+def test_a_failed_read_is_logged_and_the_docstore_or_best_view_stands_in(indexes, caplog):
+    query = "Bogie, the star of the 1942 film Casablanca, and the Bohr model of the atom"
+    index = indexes["cosine"]
+    hits = index.as_retriever(similarity_top_k=3).retrieve(query)
+    assert {h.node.metadata.get(SOURCE_KEY) for h in hits} == {SCENARIO.target, "sci-2"}
+    store = FailsOn(chroma_collection=index.vector_store.client)
+
+    with caplog.at_level(logging.WARNING, logger="argus_llamaindex.postprocessor"):
+        found = ArgusPostprocessor(vector_store=store).postprocess_nodes(hits)
+    texts = {n.node.node_id: n.node.get_content() for n in found}
+    assert texts["sci-2"] == _originals()["sci-2"]  # retried alone: read
+    assert len(texts) == 2 and SCENARIO.target not in texts  # the best view stands in for it
+    assert [i for i in texts if i.startswith(f"{SCENARIO.target}#argus-")]
+    failures = [r.getMessage() for r in caplog.records]
+    assert any("RuntimeError" in m and repr(SCENARIO.target) in m for m in failures), failures
+
+    docstore = SimpleDocumentStore()
+    docstore.add_documents([TextNode(id_=SCENARIO.target, text=_originals()[SCENARIO.target])])
+    post = ArgusPostprocessor(vector_store=store, docstore=docstore)
+    ids = [n.node.node_id for n in post.postprocess_nodes(hits)]
+    assert sorted(ids) == sorted([SCENARIO.target, "sci-2"])  # the docstore had it
+
+
+@pytest.mark.parametrize("space", SPACES)
+def test_chroma_scores_rank_sources_as_the_cosine_reference(indexes, embed_model, space):
+    """Chroma's scores are exp(-distance); the postprocessor must rank as cosine does."""
+    index = indexes[space]
+    every = index.as_retriever(similarity_top_k=index.vector_store.client.count())
+    post = ArgusPostprocessor(top_k=3, vector_store=index.vector_store)
+    lifted_by_a_view = 0
+    for query in QUERIES:
+        reference = _cosine_reference(index, embed_model, query, k=3)
+        lifted_by_a_view += reference[0][2] != reference[0][0]
+        found = post.postprocess_nodes(every.retrieve(query))
+        assert [n.node.node_id for n in found] == [src for src, _, _ in reference], query
+        assert [n.score for n in found] == pytest.approx([s for _, s, _ in reference], abs=1e-5)
+        assert [n.node.get_content() for n in found] == [_originals()[s] for s, _, _ in reference]
+    assert lifted_by_a_view >= 2  # views decide some rankings: the discount is exercised
+
+
+def _as_chroma(cosine: float, space: str) -> float:
+    """The score llama-index's Chroma store gives a unit-vector pair of this cosine."""
+    return math.exp(-(2.0 - 2.0 * cosine if space == "l2" else 1.0 - cosine))
+
+
+def test_the_scores_setting_puts_the_discount_on_the_cosine_scale(tmp_path):
+    # a view beats a rival by 0.025 of cosine (more than the 0.02 discount): its source comes first
+    cosines = [("d1#v", "d1", 0.60), ("d2", None, 0.575), ("d1", None, 0.50)]
+
+    def hits(space: str) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(
+                node=TextNode(id_=i, text=i, metadata={SOURCE_KEY: src} if src else {}),
+                score=_as_chroma(c, space),
+            )
+            for i, src, c in cosines
+        ]
+
+    def ranked(space: str, **kwargs: Any) -> list[tuple[str, float | None]]:
+        out = ArgusPostprocessor(**kwargs).postprocess_nodes(hits(space))
+        return [(n.node.node_id, n.score) for n in out]
+
+    client = chromadb.PersistentClient(path=str(tmp_path))
+    stores = {
+        space: ChromaVectorStore(
+            chroma_collection=client.create_collection(f"s-{space}", metadata={"hnsw:space": space})
+        )
+        for space in SPACES
+    }
+    want = [("d1", pytest.approx(0.58)), ("d2", pytest.approx(0.575))]
+    for space, store in stores.items():
+        assert ranked(space, vector_store=store) == want, space  # auto: the store's space
+        assert ranked(space, vector_store=store, scores="chroma") == want, space
+    assert ranked("cosine", scores="chroma") == want  # no store: a cosine space
+    # on exp(-d) itself, 0.02 is about 0.03 of cosine here (its slope is about 0.67): the view no longer lifts d1
+    assert [i for i, _ in ranked("cosine", scores="similarity")] == ["d2", "d1"]
+    assert [i for i, _ in ranked("cosine")] == ["d2", "d1"]  # no store: similarities
+    assert ArgusPostprocessor(scores="chroma").to_dict()["scores"] == "chroma"
+    assert "vector_store" not in ArgusPostprocessor(vector_store=stores["l2"]).to_dict()
+    with pytest.raises(ValueError, match="scores"):
+        ArgusPostprocessor(scores="distance")
