@@ -23,6 +23,7 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import SOURCE_KEY
 
 __all__ = [
+    "COSINE_FROM_DISTANCE",
     "DEFAULT_VIEW_DISCOUNT",
     "SOURCE_KEY",
     "SourceHits",
@@ -42,6 +43,17 @@ DEFAULT_VIEW_DISCOUNT = 0.02
 
 Chosen on the dev queries of three sets under MiniLM's cosine scores (``docs/benchmarks.md``,
 "Remedy design"); a retriever whose scores spread wider may want a larger margin."""
+
+
+COSINE_FROM_DISTANCE: Mapping[str, Callable[[float], float]] = {
+    "cosine": lambda d: 1.0 - d,
+    "l2": lambda d: 1.0 - d / 2.0,
+    "ip": lambda d: 1.0 - d,
+}
+"""A vector store's distance in each of the usual spaces (Chroma's names) turned back into the
+cosine similarity of unit-length vectors, the scale :data:`DEFAULT_VIEW_DISCOUNT` is a margin on:
+cosine ``d = 1 - cos``; ``l2`` is the *squared* Euclidean distance, ``d = 2 - 2 cos``; inner
+product ``d = 1 - <q, x>``. The adapters that fold a store's distances convert them with it."""
 
 
 def collapse(

@@ -13,17 +13,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from argus_ir.collapse import COSINE_FROM_DISTANCE
+
 __all__ = ["SCORES", "chroma_space", "is_chroma", "relevance_of"]
 
 SCORES = ("auto", "similarity", "chroma")
 
-# Chroma's distance for each space as a cosine of unit-length vectors: cosine d = 1 - cos; l2 is
-# the *squared* Euclidean distance, d = 2 - 2 cos; ip d = 1 - <q, x>.
-_CHROMA_COSINE: dict[str, Callable[[float], float]] = {
-    "cosine": lambda d: 1.0 - d,
-    "l2": lambda d: 1.0 - d / 2.0,
-    "ip": lambda d: 1.0 - d,
-}
+# Chroma's distance for each space as a cosine of unit-length vectors
+_CHROMA_COSINE = COSINE_FROM_DISTANCE
 
 
 def _same(score: float) -> float:

@@ -11,18 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from argus_ir.collapse import COSINE_FROM_DISTANCE
+
 __all__ = ["SCORES", "relevance_of"]
 
 SCORES = ("auto", "similarity", "distance")
 
-# Chroma's distance for each space, turned back into a similarity (all three give the cosine of
-# unit-length vectors): cosine d = 1 - cos; l2 is the *squared* Euclidean distance, d = 2 - 2 cos
-# on unit vectors; ip d = 1 - <q, x>.
-_CHROMA: dict[str, Callable[[float], float]] = {
-    "cosine": lambda d: 1.0 - d,
-    "l2": lambda d: 1.0 - d / 2.0,
-    "ip": lambda d: 1.0 - d,
-}
+# Chroma's distance for each space, turned back into the cosine of unit-length vectors
+_CHROMA = COSINE_FROM_DISTANCE
 
 
 def _same(score: float) -> float:
