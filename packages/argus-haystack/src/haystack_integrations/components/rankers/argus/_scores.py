@@ -71,7 +71,7 @@ def relevance_of(scores: str, store: Any) -> Callable[[float], float]:
     if not chroma:
         return _one_minus if scores == "distance" else _same
     space = _chroma_space(store)
-    if space in _CHROMA:
+    if space is not None and space in _CHROMA:
         return _CHROMA[space]
     if scores == "distance":
         return _one_minus
