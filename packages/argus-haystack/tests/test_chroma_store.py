@@ -7,15 +7,13 @@ import asyncio
 import logging
 from typing import Any
 
-import numpy as np
 import pytest
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.errors import FilterError
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, collapse
-from argus_ir.testing import SCENARIO, minilm_path
+from argus_ir.testing import SCENARIO, cosine_reference, minilm_path
 from haystack_integrations.components.augmenters.argus import ArgusAugmenter
 from haystack_integrations.components.embedders.sentence_transformers import (
     SentenceTransformersDocumentEmbedder,
@@ -87,14 +85,11 @@ def _query_pipeline(store: ChromaDocumentStore, fetch: int, top_k: int) -> Pipel
 
 
 def _reference(entries: list[Document], query: list[float], top_k: int) -> list[tuple[str, float]]:
-    """Cosine similarity to every stored entry (numpy), folded by the core's ``collapse``."""
-    matrix = np.array([e.embedding for e in entries], dtype=np.float64)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    q = np.asarray(query, dtype=np.float64)
-    sims = matrix @ (q / np.linalg.norm(q))
-    source_of = {e.id: e.meta.get("argus_source_id", e.id) for e in entries}
-    hits = [(e.id, float(s)) for e, s in zip(entries, sims)]
-    return collapse(hits, source_of, top_k=top_k, view_discount=DEFAULT_VIEW_DISCOUNT)
+    """Cosine similarity to every stored entry (numpy), folded by the core's collapse."""
+    ids = [e.id for e in entries]
+    metas = [e.meta for e in entries]
+    vectors = [e.embedding for e in entries]
+    return [(s, score) for s, score, _ in cosine_reference(ids, vectors, metas, query, top_k=top_k)]
 
 
 @pytest.mark.parametrize("space", ["cosine", "l2", "ip"])

@@ -12,15 +12,14 @@ import logging
 from pathlib import Path
 
 import chromadb
-import numpy as np
 import pytest
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SOURCE_KEY, rank_sources
-from argus_ir.testing import SCENARIO
+from argus_ir.collapse import SOURCE_KEY
+from argus_ir.testing import SCENARIO, cosine_reference
 from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_documents
 
 QUERIES = (
@@ -64,14 +63,13 @@ def chroma(tmp_path_factory, embeddings: Embeddings, augmented: list[Document]) 
 def _cosine_reference(store: Chroma, embeddings: Embeddings, query: str, k: int) -> list[tuple]:
     """Top-``k`` ``(source, score, best hit)``: numpy cosine over every stored entry, folded."""
     entries = store.get(include=["embeddings", "metadatas"])
-    vectors = np.asarray(entries["embeddings"], dtype=np.float64)
-    q = np.asarray(embeddings.embed_query(query), dtype=np.float64)
-    cosine = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
-    source_of = {
-        i: (meta or {}).get(SOURCE_KEY, i) for i, meta in zip(entries["ids"], entries["metadatas"])
-    }
-    hits = zip(entries["ids"], cosine.tolist())
-    return rank_sources(hits, source_of, top_k=k, view_discount=DEFAULT_VIEW_DISCOUNT)
+    return cosine_reference(
+        entries["ids"],
+        entries["embeddings"],
+        entries["metadatas"],
+        embeddings.embed_query(query),
+        top_k=k,
+    )
 
 
 @pytest.mark.filterwarnings(NEGATIVE_COSINE)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import chromadb
-import numpy as np
 import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.ingestion import IngestionPipeline
@@ -22,8 +21,8 @@ from llama_index.core.schema import BaseNode, Document, NodeWithScore, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SOURCE_KEY, rank_sources
-from argus_ir.testing import SCENARIO
+from argus_ir.collapse import SOURCE_KEY
+from argus_ir.testing import SCENARIO, cosine_reference
 from argus_llamaindex import ArgusPostprocessor, ArgusTransform
 
 # queries that a view answers better than its original and plain ones; the scale of the discount
@@ -82,14 +81,13 @@ def _originals() -> dict[str, str]:
 def _cosine_reference(index: VectorStoreIndex, embed_model, query: str, k: int) -> list[tuple]:
     """Top-``k`` ``(source, score, best hit)``: numpy cosine over every stored entry, folded."""
     entries = index.vector_store.client.get(include=["embeddings", "metadatas"])
-    vectors = np.asarray(entries["embeddings"], dtype=np.float64)
-    q = np.asarray(embed_model.get_query_embedding(query), dtype=np.float64)
-    cosine = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
-    source_of = {
-        i: (meta or {}).get(SOURCE_KEY, i) for i, meta in zip(entries["ids"], entries["metadatas"])
-    }
-    hits = zip(entries["ids"], cosine.tolist())
-    return rank_sources(hits, source_of, top_k=k, view_discount=DEFAULT_VIEW_DISCOUNT)
+    return cosine_reference(
+        entries["ids"],
+        entries["embeddings"],
+        entries["metadatas"],
+        embed_model.get_query_embedding(query),
+        top_k=k,
+    )
 
 
 def test_chroma_originals_outside_the_top_k_are_read_from_the_vector_store(

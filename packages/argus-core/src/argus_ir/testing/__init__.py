@@ -7,10 +7,12 @@
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
 - :data:`STORE_KB_ENTRIES`, :data:`STORE_KB_DOCUMENT`: a small product wiki each adapter puts in
   its framework's store to test the store as the KB.
+- :func:`cosine_reference`: what a collapse over a real store must return, computed with numpy.
 """
 
 from argus_ir.testing.contract import AdapterContract, contract_kb
 from argus_ir.testing.llm import ScriptedLLM
+from argus_ir.testing.reference import cosine_reference
 from argus_ir.testing.scenario import (
     SCENARIO,
     STORE_KB_DOCUMENT,
@@ -27,5 +29,6 @@ __all__ = [
     "Scenario",
     "ScriptedLLM",
     "contract_kb",
+    "cosine_reference",
     "minilm_path",
 ]
