@@ -30,6 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "bias"]
     cmd += [str(args.shared_data / "redocred" / "dev_revised.json"), "--out", str(args.out)]
+    cmd += ["--overwrite"]  # the report folder of the last run is rewritten
     for model in args.models.split(","):
         cmd += ["--retriever", model]
     cmd += ["--augment", args.augment, "--resume"]

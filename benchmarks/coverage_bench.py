@@ -36,6 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "coverage"]
     cmd += [str(args.shared_data / "beir" / args.dataset), "--out", str(args.out)]
+    cmd += ["--overwrite"]  # the report folder of the last run is rewritten
     for name in args.retrievers.split(","):
         cmd += ["--retriever", name]
     cmd += ["--vector-cache", str(args.cache / "vectors")]

@@ -34,7 +34,7 @@ HERE = Path(__file__).parent
 
 def _evaluate(dataset: Path, work: Path, model: str, remedy: str, extra: list[str]) -> dict:
     cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "evaluate", str(dataset)]
-    cmd += ["--out", str(work), "--retriever", model, "--remedy", remedy, *extra]
+    cmd += ["--out", str(work), "--overwrite", "--retriever", model, "--remedy", remedy, *extra]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     return json.loads((work / "results.json").read_text(encoding="utf-8"))[0]

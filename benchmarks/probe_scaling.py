@@ -36,7 +36,7 @@ def _audit(model: str, work: Path, shared: Path, cache: Path):  # type: ignore[n
     folder = work / model / "audit"
     if not (folder / "audit.json").exists():
         argv = ["audit", "--data", "shared", "--shared-data", str(shared), "--retriever", model]
-        code = argus([*argv, "--cache", str(cache), "--out", str(folder)])
+        code = argus([*argv, "--cache", str(cache), "--out", str(folder), "--overwrite"])
         if code:
             raise SystemExit(code)
     return AuditResult.load(folder)

@@ -167,7 +167,8 @@ def main() -> None:
         ckpt = out.with_name(out.name + ".checkpoint.json")
         for stale in (out, ckpt):
             stale.unlink(missing_ok=True)
-        m = run_measured([*argus, str(jsonl), "--out", str(out), "--no-resume"], ckpt, marks)
+        cmd = [*argus, str(jsonl), "--out", str(out), "--no-resume", "--overwrite"]
+        m = run_measured(cmd, ckpt, marks)
         row = {"documents": size, **m, "docs_per_s": size / m["seconds"]}
         print(json.dumps(row), flush=True)
         return row

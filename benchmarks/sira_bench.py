@@ -33,7 +33,7 @@ def _evaluate(
     dataset: Path, work: Path, conditions: str, args: argparse.Namespace, extra: list[str]
 ) -> dict:
     cmd = [sys.executable, "-m", "argus_ir.cli", "-q", "sira", "evaluate", str(dataset)]
-    cmd += ["--out", str(work), "--conditions", conditions, "--llm", args.llm]
+    cmd += ["--out", str(work), "--overwrite", "--conditions", conditions, "--llm", args.llm]
     cmd += ["--cache", str(args.cache), "--weight", args.weight, *extra]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
