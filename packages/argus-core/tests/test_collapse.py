@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from argus_ir.collapse import collapse as _collapse
+from argus_ir.collapse import fold_hits
 from argus_ir.errors import ArgusInputError
 
 collapse = partial(_collapse, view_discount=0.0)
@@ -61,3 +62,18 @@ def test_max_equals_brute_force(hits):
     assert dict(ranked) == expected
     scores = [v for _, v in ranked]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_an_original_stored_under_another_id_folds_with_its_views_by_lineage():
+    """A record manager re-keys entries by content hash: the original is found by its lineage."""
+    hits = [
+        ("v1", {"argus_source_id": "d1", "argus_view": "descriptor"}, 0.90),
+        ("h-9f2", {"argus_source_id": "d1", "argus_view": "original"}, 0.89),
+        ("d2", None, 0.80),
+    ]
+    folded = fold_hits(
+        hits, id_of=lambda h: h[0], metadata_of=lambda h: h[1], score_of=lambda h: h[2]
+    )
+    assert [(f.source_id, f.score) for f in folded] == [("d1", 0.89), ("d2", 0.80)]
+    assert folded[0].original == hits[1]  # not discounted, and it is the source's own entry
+    assert [h[0] for h in folded[0].hits] == ["h-9f2", "v1"]  # 0.89 beats 0.90 - 0.02

@@ -162,9 +162,10 @@ def test_a_metadata_that_is_not_an_object_is_refused_with_its_line(tmp_path, cap
 
 
 def test_an_earlier_view_without_its_lineage_is_refused_before_any_work(tmp_path, capsys):
-    from argus_ir.remedy.texts import view_id
+    from argus_ir.remedy.texts import view_key
 
-    old_view = {"_id": view_id("d0", "descriptor", "Humphrey Bogart", "x", "s"), "text": "y"}
+    # a view id of the readable form earlier versions wrote
+    old_view = {"_id": view_key("d0", "descriptor", "Humphrey Bogart", "x", "s"), "text": "y"}
     corpus = _corpus(tmp_path / "c.jsonl", "d", extra=[old_view])
     assert main(["--quiet", "augment", str(corpus), "--out", str(tmp_path / "o.jsonl")]) == 1
     err = capsys.readouterr().err

@@ -342,3 +342,18 @@ def test_synthesis_ids_depend_on_llm_and_prompt(kb):
 def test_masked_passage_removes_the_name_words():
     p = Passage("album", "Half Past Nine", "Half Past Nine is an album; half past nine sold well.")
     assert masked_passage(p, "half past nine") == "is an album; sold well."
+
+
+def test_view_ids_are_uuid5_of_the_readable_key_kept_in_the_lineage(kb):
+    """Qdrant takes only UUIDs or unsigned integers as point ids; the readable key stays in lineage."""
+    import uuid
+
+    from argus_ir.remedy.texts import VIEW_NAMESPACE
+
+    views = [v for v in apply_remedy(DOCS, _diagnoses(), kb) if not v.is_original]
+    assert views
+    for view in views:
+        key = view.metadata["argus_view_key"]
+        assert key.startswith(f"{view.metadata['argus_source_id']}#argus-")
+        assert view.id == str(uuid.uuid5(VIEW_NAMESPACE, key))  # the standard library's UUIDv5
+        assert uuid.UUID(view.id).version == 5

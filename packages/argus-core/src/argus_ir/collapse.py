@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.lineage import SOURCE_KEY
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 
 __all__ = [
     "COSINE_FROM_DISTANCE",
@@ -29,6 +29,7 @@ __all__ = [
     "SourceHits",
     "collapse",
     "fold_hits",
+    "is_view_entry",
     "rank_sources",
     "source_id_of",
 ]
@@ -179,6 +180,16 @@ def source_id_of(hit_id: str, metadata: Mapping[str, Any] | None) -> str:
     return hit_id if source is None or source == "" else str(source)
 
 
+def is_view_entry(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether an index entry is a support view: its ``argus_view`` names a remedy kind.
+
+    An entry without lineage (an original indexed before argus) or with ``argus_view =
+    "original"`` is an original, whatever id the store gave it.
+    """
+    kind = (metadata or {}).get(VIEW_KEY)
+    return kind is not None and kind != "original"  # argus_ir.remedy.ORIGINAL
+
+
 def fold_hits(
     hits: Iterable[T],
     *,
@@ -197,18 +208,21 @@ def fold_hits(
     Args:
         hits: Retrieved entries, in the retriever's order.
         id_of: A hit's id.
-        metadata_of: A hit's metadata (where ``argus_source_id`` names a view's source).
+        metadata_of: A hit's metadata: ``argus_source_id`` names its source (else the hit's id
+            is), ``argus_view`` tells a view from an original (:func:`is_view_entry`), so an
+            original a store keeps under another id still folds with its views.
         score_of: A hit's score, or ``None``.
         how: ``"max"`` or ``"sum"``, as in :func:`collapse`.
         top_k: Keep the first ``top_k`` sources (``None``: all).
-        view_discount: As in :func:`collapse` (views are the hits whose ``argus_source_id``
-            names another entry; not used when the hits carry no scores).
+        view_discount: As in :func:`collapse`, subtracted from views' scores (not used when the
+            hits carry no scores).
 
     Raises:
         ArgusInputError: As :func:`collapse`.
     """
     items = list(hits)
     sources = [source_id_of(id_of(hit), metadata_of(hit)) for hit in items]
+    views = [is_view_entry(metadata_of(hit)) for hit in items]
     groups: dict[str, list[tuple[int, T]]] = {}
     for pos, (hit, src) in enumerate(zip(items, sources)):
         groups.setdefault(src, []).append((pos, hit))
@@ -224,11 +238,8 @@ def fold_hits(
             value = float(s)  # type: ignore[arg-type]
             if value != value or value in (float("inf"), float("-inf")):
                 raise ArgusInputError(f"hit {id_of(hit)!r} has a score of {s!r}")
-        # an original is its source's own id; a view is keyed by its position (it may repeat ids)
-        keys = [
-            src if src == id_of(hit) else f"\0{pos}"
-            for pos, (hit, src) in enumerate(zip(items, sources))
-        ]
+        # an original is keyed by its source's id; a view by its position (it may repeat ids)
+        keys = [f"\0{pos}" if view else src for pos, (src, view) in enumerate(zip(sources, views))]
         view_of = {key: src for key, src in zip(keys, sources) if key != src}
         ranked = [
             (src, score)
@@ -244,12 +255,12 @@ def fold_hits(
 
     def counted(pos: int, hit: T) -> float:  # a hit's score as folding counted it
         value = float(scores[pos] or 0.0)
-        return value if id_of(hit) == sources[pos] else value - view_discount
+        return value - view_discount if views[pos] else value
 
     for src, score in ranked:
         members = groups[src]
         if score is not None:
             members = sorted(members, key=lambda m: (-counted(*m), m[0]))
-        original = next((hit for _, hit in members if id_of(hit) == src), None)
+        original = next((hit for pos, hit in members if not views[pos]), None)
         out.append(SourceHits(src, score, tuple(hit for _, hit in members), original))
     return out

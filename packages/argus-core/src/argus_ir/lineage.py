@@ -20,12 +20,15 @@ __all__ = [
     "RPS_KEY",
     "SOURCE_KEY",
     "VIEW_KEY",
+    "VIEW_NAME_KEY",
 ]
 
 SOURCE_KEY = "argus_source_id"
 """The id of the document a view was made from (an original is its own source)."""
 VIEW_KEY = "argus_view"
 """``"original"`` or the remedy kind that made the view."""
+VIEW_NAME_KEY = "argus_view_key"
+"""A view's readable key, ``<source id>#argus-<16 hex>``; its id is a UUIDv5 of this key."""
 ENTITY_KEY = "argus_entity"
 """The flagged entities a view is about (surface forms, ``|``-joined)."""
 KB_ID_KEY = "argus_kb_id"
@@ -44,6 +47,7 @@ FALLBACK_KEY = "argus_fallback"
 ARGUS_KEYS = (
     SOURCE_KEY,
     VIEW_KEY,
+    VIEW_NAME_KEY,
     ENTITY_KEY,
     KB_ID_KEY,
     RPS_KEY,

@@ -41,6 +41,7 @@ from argus_ir.remedy.texts import (
     passage_text,
     sentence_spans,
     view_id,
+    view_key,
 )
 from argus_ir.remedy.view import DEFAULT_REMEDY, GENERATED_PREFIX, KINDS, ORIGINAL, View
 
@@ -64,4 +65,5 @@ __all__ = [
     "plan_remedy",
     "sentence_spans",
     "view_id",
+    "view_key",
 ]

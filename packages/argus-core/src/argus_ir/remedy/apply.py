@@ -26,6 +26,7 @@ from argus_ir.lineage import (
     RPS_KEY,
     SOURCE_KEY,
     VIEW_KEY,
+    VIEW_NAME_KEY,
 )
 from argus_ir.llm.base import LLM, Generation
 from argus_ir.remedy.context import ContextCheck
@@ -41,6 +42,7 @@ from argus_ir.remedy.texts import (
     focus_texts,
     passage_text,
     view_id,
+    view_key,
 )
 from argus_ir.remedy.view import GENERATED_PREFIX, KINDS, ORIGINAL, View
 
@@ -127,23 +129,39 @@ def _lineage(doc_id: str, kind: str, plan: Plan, passages: Sequence[Passage]) ->
     return lineage
 
 
+def _view(lineage: dict[str, Any], text: str, *key: str) -> View:
+    """A view named by its key (kept in the lineage) and identified by the key's UUID."""
+    name = view_key(*key)
+    lineage[VIEW_NAME_KEY] = name
+    return View(view_id(name), text, lineage)
+
+
 def _expansion_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:
     views = []
     fingerprint = settings.fingerprint()
     for risk, passages in plan:
         for passage in passages:
             lineage = _lineage(doc_id, "expansion", [(risk, passages)], [passage])
-            vid = view_id(doc_id, "expansion", risk.surface, passage.id, fingerprint)
-            views.append(View(vid, f"{text}\n\n{passage_text(passage)}", lineage))
+            body = f"{text}\n\n{passage_text(passage)}"
+            views.append(
+                _view(lineage, body, doc_id, "expansion", risk.surface, passage.id, fingerprint)
+            )
     return views
 
 
 def _merged_view(doc_id: str, text: str, plan: Plan, settings: _Settings) -> View:
     passages = list(dict.fromkeys(p for _, ps in plan for p in ps))  # a passage once
     lineage = _lineage(doc_id, "merged", plan, passages)
-    vid = view_id(doc_id, "merged", lineage[ENTITY_KEY], lineage[KB_ID_KEY], settings.fingerprint())
     body = "\n\n".join([text, *(passage_text(p) for p in passages)])
-    return View(vid, body, lineage)
+    return _view(
+        lineage,
+        body,
+        doc_id,
+        "merged",
+        lineage[ENTITY_KEY],
+        lineage[KB_ID_KEY],
+        settings.fingerprint(),
+    )
 
 
 def _descriptor_view(
@@ -153,14 +171,15 @@ def _descriptor_view(
     lineage = _lineage(doc_id, "descriptor", plan, [p for _, p in firsts])
     if fallback is not None:
         lineage[FALLBACK_KEY] = fallback
-    vid = view_id(
+    return _view(
+        lineage,
+        descriptor_text(text, firsts),
         doc_id,
         "descriptor",
         lineage[ENTITY_KEY],
         lineage[KB_ID_KEY],
         settings.fingerprint("descriptor"),
     )
-    return View(vid, descriptor_text(text, firsts), lineage)
 
 
 def _focus_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:
@@ -170,8 +189,11 @@ def _focus_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> lis
     for body, members in focus_texts(text, firsts):
         part = [plan[i] for i in members]
         lineage = _lineage(doc_id, "focus", part, [firsts[i][1] for i in members])
-        vid = view_id(doc_id, "focus", lineage[ENTITY_KEY], lineage[KB_ID_KEY], fingerprint)
-        views.append(View(vid, body, lineage))
+        views.append(
+            _view(
+                lineage, body, doc_id, "focus", lineage[ENTITY_KEY], lineage[KB_ID_KEY], fingerprint
+            )
+        )
     return views
 
 
@@ -222,14 +244,15 @@ def _synthesise(
                 passages = [p for _, ps in plan for p in ps]
                 lineage = _lineage(doc_id, "synthesis", plan, passages)
                 lineage.update({PROMPT_KEY: settings.prompt, LLM_KEY: llm.model})
-                vid = view_id(
+                out[doc_id] = _view(
+                    lineage,
+                    verdict.text,
                     doc_id,
                     "synthesis",
                     lineage[ENTITY_KEY],
                     lineage[KB_ID_KEY],
                     settings.fingerprint(),
                 )
-                out[doc_id] = View(vid, verdict.text, lineage)
             elif verdict.reason == "unchanged":
                 stats.llm_unchanged += 1
             else:

@@ -25,10 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argus_ir.lineage import (
-    ARGUS_KEYS,
-    VIEW_KEY,
-)
+from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY
 from argus_ir.remedy import ORIGINAL, RemedyStats, View
 
 if TYPE_CHECKING:
@@ -43,6 +40,7 @@ __all__ = [
     "augment_records",
     "content_id",
     "is_view",
+    "original_lineage",
     "view_metadata",
 ]
 
@@ -118,6 +116,12 @@ def is_view(metadata: Mapping[str, Any] | None) -> bool:
     """Whether metadata marks an argus support view (not an original)."""
     kind = (metadata or {}).get(VIEW_KEY)
     return kind is not None and kind != ORIGINAL
+
+
+def original_lineage(doc_id: str) -> dict[str, str]:
+    """The lineage an original carries in a framework's store: its own id as its source, so views
+    fold into it however the store reports or re-keys ids."""
+    return {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL}
 
 
 def view_metadata(original: Mapping[str, Any], view: View) -> dict[str, Any]:

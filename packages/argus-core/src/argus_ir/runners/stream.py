@@ -36,7 +36,7 @@ from argus_ir.lineage import ARGUS_KEYS, VIEW_KEY
 from argus_ir.outputs import check_output, claim_output
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
-from argus_ir.remedy.texts import VIEW_ID
+from argus_ir.remedy.texts import VIEW_ID, VIEW_UUID
 from argus_ir.runners.checkpoint import (
     CHECKPOINT_VERSION,
     _chain,
@@ -296,6 +296,23 @@ def _documents(corpus: str | os.PathLike[str]) -> Iterator[Document]:
         yield doc
 
 
+def _bare_view_ids(corpus: str | os.PathLike[str]) -> set[str]:
+    """Ids of the form of an argus view id on records without argus lineage: an earlier run's
+    views whose metadata was dropped (or a user's own UUIDv5 ids). A new view never takes one.
+
+    Read up to the first bad record, if any: the run itself stops there, and reads it all again
+    when it resumes after the fix.
+    """
+    taken: set[str] = set()
+    try:
+        for doc in iter_corpus(corpus):
+            if VIEW_UUID.fullmatch(doc.id) and VIEW_KEY not in doc.metadata:
+                taken.add(doc.id)
+    except ArgusInputError:
+        pass  # reported, by file and line, when the run reaches the record
+    return taken
+
+
 def _dry_run(
     argus: Argus,
     corpus: str | os.PathLike[str],
@@ -361,6 +378,7 @@ def _run(
         pool = iter_corpus(corpus) if done and argus.targeting == "corpus" else None
         _write_batches(
             argus,
+            _bare_view_ids(corpus),
             docs,
             partial,
             rows_file,
@@ -388,6 +406,7 @@ def _run(
 
 def _write_batches(
     argus: Argus,
+    taken: set[str],
     docs: Iterator[Document],
     partial: Path,
     rows_file: Path,
@@ -409,9 +428,14 @@ def _write_batches(
         )
         for batch in batches:
             for doc, diagnosis, views in batch:
+                written = 0
                 for view in views:
+                    if view.id != doc.id and view.id in taken:
+                        stats.failures.append((doc.id, _taken_message(view.id)))
+                        continue
                     _write(fh, json_line(view_record(doc, view)))
-                _write(rows_fh, json.dumps(_doc_row(diagnosis, len(views) - 1)) + "\n")
+                    written += 1
+                _write(rows_fh, json.dumps(_doc_row(diagnosis, written - 1)) + "\n")
                 digest = _chain(digest, doc)
             done += len(batch)
             state.update(
@@ -423,6 +447,13 @@ def _write_batches(
             )
             with atomic_path(ckpt_file) as tmp, naming_file(ckpt_file):
                 tmp.write_text(json_text(state), "utf-8")
+
+
+def _taken_message(vid: str) -> str:
+    return (
+        f"view {vid} not written: a record of the corpus already has this id and no argus lineage "
+        "(an earlier run's view whose metadata was dropped?)"
+    )
 
 
 def _write(fh: IO[str], text: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, rank_sources
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, is_view_entry, rank_sources
 from argus_ir.lineage import SOURCE_KEY
 
 __all__ = ["cosine_reference"]
@@ -38,6 +38,14 @@ def cosine_reference(
     matrix = np.asarray(vectors, dtype=np.float64)
     q = np.asarray(query, dtype=np.float64)
     cosine = matrix @ q / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(q))
-    source_of = {i: (meta or {}).get(SOURCE_KEY, i) for i, meta in zip(ids, metadatas, strict=True)}
-    hits = zip(ids, cosine.tolist(), strict=True)
-    return rank_sources(hits, source_of, top_k=top_k, view_discount=view_discount)
+    # an original is keyed by its source (the id it may be stored under can differ), a view by its id
+    keys, real, source_of = [], {}, {}
+    for entry_id, meta in zip(ids, metadatas, strict=True):
+        source = str((meta or {}).get(SOURCE_KEY) or entry_id)
+        key = entry_id if is_view_entry(meta) else source
+        keys.append(key)
+        real[key] = entry_id
+        source_of[key] = source
+    hits = zip(keys, cosine.tolist(), strict=True)
+    ranked = rank_sources(hits, source_of, top_k=top_k, view_discount=view_discount)
+    return [(source, score, real[best]) for source, score, best in ranked]
