@@ -1,11 +1,37 @@
-"""Shared fixtures of the langchain-argus tests: the offline MiniLM embedding, loaded once."""
+"""Shared fixtures of the langchain-argus tests: the offline MiniLM embedding, loaded once, and
+the shared scenario corpus augmented once for the store tests."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from argus_ir.testing import minilm_path
+from argus_ir.testing import SCENARIO, minilm_path
+from langchain_argus import ArgusDocumentTransformer
+
+_QUERIES = (
+    SCENARIO.query,
+    "a physicist whose notebooks are still radioactive",
+    "the debate about quantum mechanics between two physicists",
+    "a German baroque composer of church cantatas",
+    "the Egyptian queen and the Roman general",
+    "a city in a Himalayan valley with cool spring air",
+    "the Brazilian footballer who scored a thousand goals",
+    "a ferry from an island off Tanzania",
+    "Bogie filming in India",
+    "tourists in the old town of a Moroccan city",
+    "a film festival premiere of a restored print",
+    "a treaty signed in haste",
+)
+
+# UUID ids: Qdrant takes only UUIDs or unsigned integers as point ids
+_UUIDS = {
+    name: str(uuid.uuid5(uuid.NAMESPACE_URL, f"argus-scenario/{name}"))
+    for name, _ in SCENARIO.documents
+}
 
 
 class MiniLM(Embeddings):
@@ -15,9 +41,14 @@ class MiniLM(Embeddings):
         from sentence_transformers import SentenceTransformer
 
         self.model = SentenceTransformer(str(minilm_path()), device="cpu")
+        self._cache: dict[str, list[float]] = {}  # the store tests embed the same texts often
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, normalize_embeddings=True).tolist()
+        new = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if new:
+            vectors = self.model.encode(new, normalize_embeddings=True).tolist()
+            self._cache.update(zip(new, vectors))
+        return [list(self._cache[t]) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
@@ -26,3 +57,34 @@ class MiniLM(Embeddings):
 @pytest.fixture(scope="session")
 def embeddings() -> MiniLM:
     return MiniLM()
+
+
+def scenario_documents() -> list[Document]:
+    """The scenario corpus as LangChain documents with UUID ids and a little metadata."""
+    return [
+        Document(page_content=text, id=_UUIDS[name], metadata={"lang": "en", "name": name})
+        for name, text in SCENARIO.documents
+    ]
+
+
+@pytest.fixture(scope="session")
+def queries() -> tuple[str, ...]:
+    """Twelve queries over the scenario corpus (the store tests check each against cosine)."""
+    return _QUERIES
+
+
+@pytest.fixture(scope="session")
+def scenario_ids() -> dict[str, str]:
+    """The scenario's document names and the UUIDs the store tests give them as ids."""
+    return dict(_UUIDS)
+
+
+@pytest.fixture(scope="session")
+def transformer() -> ArgusDocumentTransformer:
+    return ArgusDocumentTransformer(**SCENARIO.settings)
+
+
+@pytest.fixture(scope="session")
+def augmented(transformer: ArgusDocumentTransformer) -> list[Document]:
+    """The scenario corpus through the transformer: originals, then their views (one run)."""
+    return list(transformer.transform_documents(scenario_documents()))

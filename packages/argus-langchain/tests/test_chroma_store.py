@@ -1,8 +1,8 @@
 """langchain-argus on a real Chroma store on disk: score convention, fetching, ids.
 
 One ingest (the shared scenario corpus through the transformer) into a cosine Chroma collection
-on a ``PersistentClient``; ``film-1`` is stored without metadata, as an original indexed before
-argus was added would be (langchain-chroma stores an empty metadata as none).
+on a ``PersistentClient``; the target document is stored without metadata, as an original
+indexed before argus was added would be (langchain-chroma stores an empty metadata as none).
 """
 
 from __future__ import annotations
@@ -19,36 +19,22 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from argus_ir.collapse import SOURCE_KEY
+from argus_ir.lineage import VIEW_KEY
 from argus_ir.testing import SCENARIO, cosine_reference
-from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_documents
+from langchain_argus import ArgusRetriever, collapse_documents
 
-QUERIES = (
-    SCENARIO.query,
-    "a physicist whose notebooks are still radioactive",
-    "the debate about quantum mechanics between two physicists",
-    "a German baroque composer of church cantatas",
-    "the Egyptian queen and the Roman general",
-    "a city in a Himalayan valley with cool spring air",
-)
-BARE = "film-1"  # the original stored without metadata
 # langchain-core warns about relevance scores below 0 (a negative cosine); they rank all the same
 NEGATIVE_COSINE = "ignore:Relevance scores must be between"
 
 
-def _corpus() -> list[Document]:
-    return [
-        Document(page_content=text, id=doc_id, metadata={} if doc_id == BARE else {"lang": "en"})
-        for doc_id, text in SCENARIO.documents
-    ]
+@pytest.fixture(scope="module")
+def bare(scenario_ids: dict[str, str]) -> str:
+    """The original stored without metadata."""
+    return scenario_ids[SCENARIO.target]
 
 
 @pytest.fixture(scope="module")
-def augmented() -> list[Document]:
-    return list(ArgusDocumentTransformer(**SCENARIO.settings).transform_documents(_corpus()))
-
-
-@pytest.fixture(scope="module")
-def chroma(tmp_path_factory, embeddings: Embeddings, augmented: list[Document]) -> Chroma:
+def chroma(tmp_path_factory, embeddings: Embeddings, augmented: list[Document], bare) -> Chroma:
     path: Path = tmp_path_factory.mktemp("chroma")
     store = Chroma(
         collection_name="argus-scenario",
@@ -56,7 +42,9 @@ def chroma(tmp_path_factory, embeddings: Embeddings, augmented: list[Document]) 
         embedding_function=embeddings,
         collection_metadata={"hnsw:space": "cosine"},
     )
-    store.add_documents(augmented)
+    store.add_documents(
+        [d.model_copy(update={"metadata": {}}) if d.id == bare else d for d in augmented]
+    )
     return store
 
 
@@ -73,12 +61,14 @@ def _cosine_reference(store: Chroma, embeddings: Embeddings, query: str, k: int)
 
 
 @pytest.mark.filterwarnings(NEGATIVE_COSINE)
-def test_chroma_distances_rank_sources_as_the_cosine_reference(chroma, embeddings, augmented):
+def test_chroma_distances_rank_sources_as_the_cosine_reference(
+    chroma, embeddings, augmented, queries
+):
     """Chroma's scores are distances; the retriever must rank as cosine similarity does."""
-    originals = {d.id: d.page_content for d in augmented if SOURCE_KEY not in d.metadata}
+    originals = {d.id: d.page_content for d in augmented if d.metadata[VIEW_KEY] == "original"}
     retriever = ArgusRetriever(vectorstore=chroma, k=3, fetch_k=len(augmented))  # every entry
     lifted_by_a_view = 0
-    for query in QUERIES:
+    for query in queries:
         reference = _cosine_reference(chroma, embeddings, query, k=3)
         lifted_by_a_view += reference[0][2] != reference[0][0]
         found = retriever.invoke(query)
@@ -90,24 +80,33 @@ def test_chroma_distances_rank_sources_as_the_cosine_reference(chroma, embedding
 
 
 @pytest.mark.filterwarnings(NEGATIVE_COSINE)
-def test_chroma_original_without_metadata_gives_way_to_its_best_view(chroma, caplog):
+def test_chroma_original_without_metadata_is_dropped_not_served_by_a_view(
+    chroma, caplog, bare, scenario_ids
+):
     """langchain-chroma's get_by_ids raises pydantic's ValidationError for an entry stored
-    without metadata; the retriever retries id by id, logs it and returns the best view."""
+    without metadata; the retriever retries id by id, logs it and drops that source (a view never
+    stands in for its original); the next source takes its place."""
+    sci = scenario_ids["sci-2"]
     query = "Bogie, the star of the 1942 film Casablanca, and the Bohr model of the atom"
     top = chroma.similarity_search(query, k=3)
-    assert all(SOURCE_KEY in d.metadata for d in top)  # only views: both originals are fetched
-    assert {d.metadata[SOURCE_KEY] for d in top} == {BARE, "sci-2"}
+    assert all(d.metadata.get(VIEW_KEY) not in (None, "original") for d in top)  # only views
+    assert {d.metadata[SOURCE_KEY] for d in top} == {bare, sci}
 
     retriever = ArgusRetriever(vectorstore=chroma, k=2, fetch_k=3)
     for run in (retriever.invoke, lambda q: asyncio.run(retriever.ainvoke(q))):
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="langchain_argus.retriever"):
-            found = {(d.metadata.get(SOURCE_KEY) or d.id): d for d in run(query)}
-        assert set(found) == {BARE, "sci-2"}
-        assert found["sci-2"].id == "sci-2" and found["sci-2"].metadata == {"lang": "en"}
-        assert found[BARE].id.startswith(f"{BARE}#argus-")  # the best view stands in
+            found = run(query)
+        assert [d.id for d in found] == [sci]  # fetch_k=3 holds no third source
+        assert found[0].metadata == {
+            "lang": "en",
+            "name": "sci-2",
+            SOURCE_KEY: sci,
+            VIEW_KEY: "original",
+        }
         failures = [r.getMessage() for r in caplog.records]
-        assert any("ValidationError" in m and repr(BARE) in m for m in failures), failures
+        assert any("ValidationError" in m and repr(bare) in m for m in failures), failures
+        assert any("1 source(s) dropped" in m for m in failures), failures
 
 
 class IdsInMetadata(InMemoryVectorStore):
@@ -128,23 +127,26 @@ class IdsInMetadata(InMemoryVectorStore):
         return [self._strip(d) for d in super().get_by_ids(ids)]
 
 
-def test_ids_in_metadata_keep_sources_apart(embeddings, augmented):
+def test_ids_in_metadata_keep_sources_apart(embeddings, augmented, queries):
     plain = InMemoryVectorStore(embedding=embeddings)
     plain.add_documents(augmented)
     qdrant_like = IdsInMetadata(embedding=embeddings)
     qdrant_like.add_documents(augmented)
-    for query in QUERIES[:3]:
+    for query in queries[:3]:
         want = [d.id for d in ArgusRetriever(vectorstore=plain, k=3).invoke(query)]
         got = ArgusRetriever(vectorstore=qdrant_like, k=3).invoke(query)
         assert [d.metadata["_id"] for d in got] == want, query
-        assert all(d.id is None and SOURCE_KEY not in d.metadata for d in got)  # originals
+        assert all(d.id is None and d.metadata[VIEW_KEY] == "original" for d in got)
 
 
 def test_hits_without_any_id_stay_their_own_sources():
     hits = [
         (Document(page_content="a", metadata={"_id": "a"}), 0.9),
         (Document(page_content="anon 1"), 0.8),
-        (Document(page_content="a, a view", metadata={SOURCE_KEY: "a"}), 0.7),
+        (
+            Document(page_content="a, a view", metadata={SOURCE_KEY: "a", VIEW_KEY: "expansion"}),
+            0.7,
+        ),
         (Document(page_content="anon 2"), 0.6),
         (Document(page_content="b", id="b"), 0.5),
     ]
@@ -153,3 +155,20 @@ def test_hits_without_any_id_stay_their_own_sources():
     assert [f.best.page_content for f in folded] == ["a", "anon 1", "anon 2", "b"]
     assert [len(f.hits) for f in folded] == [2, 1, 1, 1]
     assert all(f.original is f.best for f in folded)
+
+
+def test_an_original_under_another_id_folds_with_its_views():
+    """Originals carry their lineage: one stored under a record manager's hash still folds."""
+    lineage = {SOURCE_KEY: "a", VIEW_KEY: "original"}
+    hits = [
+        (
+            Document(page_content="a, a view", metadata={SOURCE_KEY: "a", VIEW_KEY: "expansion"}),
+            0.9,
+        ),
+        (Document(page_content="a", id="3f0c-hash", metadata=lineage), 0.85),
+        (Document(page_content="b", id="b"), 0.8),
+    ]
+    folded = collapse_documents(hits)
+    assert [f.source_id for f in folded] == ["a", "b"]
+    assert folded[0].original.page_content == "a"
+    assert folded[0].score == pytest.approx(0.88)  # the view, less the discount

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from argus_ir import Argus
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, is_view_entry
 from argus_ir.errors import ArgusInputError
 from argus_ir.runners.integration import Record
 from argus_ir.testing import (
@@ -75,7 +75,7 @@ def test_end_to_end_the_query_finds_its_document_only_with_argus(embeddings):
     found = retriever.invoke(SCENARIO.query)
     assert [d.id for d in found] == [SCENARIO.target]
     assert found[0].page_content == dict(SCENARIO.documents)[SCENARIO.target]  # the original
-    assert "argus_view" not in found[0].metadata
+    assert found[0].metadata["argus_view"] == "original"
 
 
 def test_retriever_returns_each_source_once_with_originals(embeddings):
@@ -141,17 +141,16 @@ def test_a_changed_setting_rebuilds_the_facade():
     assert transformer.argus is not first and transformer.argus.tau == 0.1
 
 
-def test_store_without_get_by_ids_returns_the_best_view(embeddings):
+def test_a_source_whose_original_cannot_be_fetched_is_dropped_not_served_by_a_view(embeddings):
     class NoFetch(InMemoryVectorStore):
         def get_by_ids(self, ids):  # type: ignore[override]
             raise NotImplementedError
 
     transformer = ArgusDocumentTransformer(**SCENARIO.settings)
-    views = [d for d in transformer.transform_documents(_corpus()) if "argus_view" in d.metadata]
+    views = [d for d in transformer.transform_documents(_corpus()) if _is_view(d)]
     store = NoFetch(embedding=embeddings)
     store.add_documents(views)  # only views indexed: the original cannot come from the hits
-    found = ArgusRetriever(vectorstore=store, k=1).invoke(SCENARIO.query)
-    assert found[0].metadata["argus_source_id"] == SCENARIO.target
+    assert ArgusRetriever(vectorstore=store, k=1).invoke(SCENARIO.query) == []
 
 
 # -- view_discount (query time) and max_views (ingest) ----------------------------------------
@@ -164,7 +163,14 @@ def augmented_store(embeddings) -> InMemoryVectorStore:
 
 
 def _is_view(doc: Document) -> bool:
-    return "argus_source_id" in doc.metadata
+    return is_view_entry(doc.metadata)
+
+
+def _as_given(doc: Document) -> Document:
+    """An output original less the lineage the transformer adds (its own id as its source)."""
+    assert doc.metadata["argus_source_id"] == doc.id and doc.metadata["argus_view"] == "original"
+    rest = {k: v for k, v in doc.metadata.items() if k not in ("argus_source_id", "argus_view")}
+    return doc.model_copy(update={"metadata": rest})
 
 
 def test_view_discount_defaults_to_the_cores_constant():
@@ -188,7 +194,7 @@ def test_collapse_documents_lifts_a_source_only_by_more_than_the_discount(augmen
     view = next(
         d
         for d in augmented_store.similarity_search(SCENARIO.query, k=20)
-        if d.metadata.get("argus_source_id") == SCENARIO.target
+        if _is_view(d) and d.metadata["argus_source_id"] == SCENARIO.target
     )
     # the view beats its original by 0.10; the rival sits between the two
     hits = [(view, 0.60), (originals["film-4"], 0.52), (originals[SCENARIO.target], 0.50)]
@@ -208,11 +214,11 @@ def test_collapse_documents_lifts_a_source_only_by_more_than_the_discount(augmen
 
 def test_retriever_applies_the_view_discount(augmented_store):
     hits = augmented_store.similarity_search_with_score(SCENARIO.query, k=20)
-    best_view = max(s for d, s in hits if d.metadata.get("argus_source_id") == SCENARIO.target)
-    own = next(s for d, s in hits if d.id == SCENARIO.target)
-    rival = max(
-        s for d, s in hits if (d.metadata.get("argus_source_id") or d.id) != SCENARIO.target
+    best_view = max(
+        s for d, s in hits if _is_view(d) and d.metadata["argus_source_id"] == SCENARIO.target
     )
+    own = next(s for d, s in hits if d.id == SCENARIO.target)
+    rival = max(s for d, s in hits if d.metadata.get("argus_source_id") != SCENARIO.target)
     assert best_view - rival > 0.05  # the view is what puts the target first
     below = (best_view - rival) / 2  # the view still beats everything by more than this
     above = best_view - own + 0.05  # more than the view gains over its original
@@ -243,7 +249,7 @@ def test_max_views_reaches_argus():
     assert budgeted.argus.settings_card()["max_views"] == 1
     out = budgeted.transform_documents([doc])
     views = [d for d in out if _is_view(d)]
-    assert len(views) == 1 and out[0] is doc
+    assert len(views) == 1 and _as_given(out[0]) == doc
     assert budgeted.last_stats["views"] == 1 and budgeted.last_stats["over_budget"] >= 1
 
     budgeted.max_views = 2  # a changed budget rebuilds the facade
@@ -282,7 +288,8 @@ def test_a_lone_surrogate_in_one_document_keeps_every_document():
     bad = Document(page_content="Humphrey Bogart filmed in Lucknow \ud800 once.", id="bad")
     good = Document(page_content=dict(SCENARIO.documents)["sci-2"], id="sci-2")
     out = ArgusDocumentTransformer(**SCENARIO.settings).transform_documents([bad, good])
-    assert out[0] is bad and good in out  # originals as they came (it used to raise TypeError)
+    originals = [_as_given(d) for d in out if not _is_view(d)]
+    assert originals == [bad, good]  # originals as they came (it used to raise TypeError)
 
 
 def _wiki_store(embeddings: Embeddings) -> InMemoryVectorStore:
@@ -303,7 +310,7 @@ def test_a_vector_store_is_the_kb(embeddings):
         kb=store, kb_fingerprint="product-wiki-v1", kb_match="title", remedy="descriptor", tau=1.0
     )
     out = step.transform_documents([doc])
-    assert out[0] is doc
+    assert _as_given(out[0]) == doc
     views = [d for d in out[1:] if d.metadata["argus_source_id"] == "t1"]
     assert len(views) == 1
     assert "Quarkon (battery controller for e-bikes)" in views[0].page_content
@@ -322,3 +329,78 @@ def test_a_retriever_is_the_kb_with_its_own_k(embeddings):
     assert kb.fingerprint.startswith("langchain:")
     with pytest.raises(ValueError):
         ArgusDocumentTransformer(kb=42)
+
+
+class _UnknownStore(VectorStore):
+    """A store argus knows nothing about: fixed relevance hits, no relevance function declared."""
+
+    def __init__(self, hits: list[tuple[Document, float]]) -> None:
+        self.hits = hits
+
+    def add_texts(self, texts, metadatas=None, **kwargs):  # type: ignore[override]
+        raise NotImplementedError
+
+    @classmethod
+    def from_texts(cls, texts, embedding, metadatas=None, **kwargs):  # type: ignore[override]
+        raise NotImplementedError
+
+    def similarity_search(self, query, k=4, **kwargs):  # type: ignore[override]
+        return [d for d, _ in self.hits[:k]]
+
+    def similarity_search_with_relevance_scores(self, query, k=4, **kwargs):  # type: ignore[override]
+        return self.hits[:k]
+
+
+def test_the_view_discount_is_put_on_the_stores_relevance_scale_or_declared():
+    view = Document(
+        id="v", page_content="a+", metadata={"argus_source_id": "a", "argus_view": "descriptor"}
+    )
+    a = Document(
+        id="a", page_content="a", metadata={"argus_source_id": "a", "argus_view": "original"}
+    )
+    b = Document(id="b", page_content="b")
+    store = _UnknownStore([(view, 0.60), (b, 0.595), (a, 0.50)])
+    with pytest.raises(ArgusInputError, match=r"_UnknownStore.*relevance_per_cosine"):
+        ArgusRetriever(vectorstore=store, k=1).invoke("q")
+    # relevance = (1 + cos) / 2: the 0.02 cosine margin is 0.01 here, and b stays first
+    half = ArgusRetriever(vectorstore=store, k=1, relevance_per_cosine=0.5)
+    assert [d.id for d in half.invoke("q")] == ["b"]
+    tenth = ArgusRetriever(vectorstore=store, k=1, relevance_per_cosine=0.1)  # 0.002: a wins
+    assert [d.id for d in tenth.invoke("q")] == ["a"]
+    assert [d.id for d in ArgusRetriever(vectorstore=store, k=1, view_discount=0).invoke("q")] == [
+        "a"
+    ]
+    with pytest.raises(ValueError, match="relevance_per_cosine"):
+        ArgusRetriever(vectorstore=store, relevance_per_cosine=0)
+
+
+def test_known_stores_declare_their_relevance_scale(tmp_path, embeddings):
+    import chromadb
+    from langchain_chroma import Chroma
+    from langchain_community.vectorstores import FAISS
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient, models
+
+    from langchain_argus._scores import relevance_per_cosine
+
+    assert relevance_per_cosine(InMemoryVectorStore(embedding=embeddings)) == 1.0
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    for space, slope in (("cosine", 1.0), ("ip", 1.0), ("l2", math.sqrt(2))):
+        chroma = Chroma(
+            collection_name=f"c-{space}",
+            client=client,
+            embedding_function=embeddings,
+            collection_metadata={"hnsw:space": space},
+        )
+        assert relevance_per_cosine(chroma) == pytest.approx(slope), space
+    faiss = FAISS.from_texts(["x"], embeddings)
+    assert relevance_per_cosine(faiss) == pytest.approx(math.sqrt(2))
+    qdrant = QdrantClient(path=str(tmp_path / "qdrant"))
+    try:
+        qdrant.create_collection(
+            "q", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE)
+        )
+        store = QdrantVectorStore(client=qdrant, collection_name="q", embedding=embeddings)
+        assert relevance_per_cosine(store) == 0.5
+    finally:
+        qdrant.close()

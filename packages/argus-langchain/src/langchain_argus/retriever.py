@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -12,10 +13,20 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import Field, field_validator, model_validator
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
+from argus_ir.collapse import (
+    DEFAULT_VIEW_DISCOUNT,
+    SourceHits,
+    fold_hits,
+    is_view_entry,
+    rank_sources,
+    source_id_of,
+)
+from argus_ir.errors import ArgusInputError
+from langchain_argus._scores import relevance_per_cosine
 
 __all__ = ["ArgusRetriever", "collapse_documents"]
 
@@ -36,9 +47,10 @@ def collapse_documents(
 
     Args:
         hits: ``(document, score)`` pairs (higher is better: similarities or relevance scores,
-            not distances), or documents in rank order. A hit's id is ``Document.id``, else
-            ``metadata["_id"]`` (where langchain-qdrant puts it); a hit with neither is its own
-            source (``source_id`` ``""``), never merged with another.
+            not distances), or documents in rank order. A hit's source is its
+            ``metadata["argus_source_id"]``, else its id: ``Document.id``, else
+            ``metadata["_id"]`` (where langchain-qdrant puts it); a hit with none of them is its
+            own source (``source_id`` ``""``), never merged with another.
         top_k: Keep this many sources.
         how: ``"max"`` (a source scores as its best hit) or ``"sum"``.
         view_discount: Subtracted from every view's score before folding, so a view lifts its
@@ -85,22 +97,27 @@ class ArgusRetriever(BaseRetriever):
     """Search a vector store that holds argus views; return one original document per source.
 
     It asks the store for ``fetch_k`` hits with scores, folds views into their source document
-    (best score by default) and returns the top ``k`` sources as the *original* documents: taken
-    from the hits when the original was retrieved itself, else fetched from the store by id
-    (``get_by_ids``). A store that cannot fetch by id gives the best-scoring view instead.
+    by their ``argus_source_id`` (best score by default) and returns the top ``k`` sources as the
+    *original* documents: taken from the hits when the original was retrieved itself, else fetched
+    (``fetch_originals``, by default the store's ``get_by_ids`` with the source ids). A source
+    whose original cannot be fetched is dropped, never served by one of its views; the next
+    source takes its place and the count is logged (a warning on the
+    ``langchain_argus.retriever`` logger).
 
     Scores: the hits come from ``similarity_search_with_relevance_scores`` (higher is better),
     because ``similarity_search_with_score`` returns *distances* (lower is better) in Chroma,
     FAISS or PGVector and *similarities* in others. A store without a relevance function (its
     ``_select_relevance_score_fn`` raises ``NotImplementedError``, as ``InMemoryVectorStore``'s
     does) is asked for ``similarity_search_with_score`` instead, taken as similarities.
-    ``view_discount`` is a margin on that scale: on Chroma's ``"cosine"`` space the relevance is
-    the cosine similarity itself; see ``docs/langchain.md`` for other spaces.
+    ``view_discount`` is a margin on cosine similarity, converted to the store's relevance scale
+    for the stores whose convention is known (``InMemoryVectorStore``, Chroma, FAISS, Qdrant; see
+    ``docs/langchain.md``); for another store declare ``relevance_per_cosine``, else the first
+    query raises :class:`~argus_ir.errors.ArgusInputError` (with ``view_discount=0`` nothing
+    needs converting).
 
     Fetching: when ``get_by_ids`` fails for a store-specific reason (langchain-chroma raises
     pydantic's ``ValidationError`` for an entry stored without metadata), each id is fetched on
-    its own; an id that still fails is logged (a warning on the ``langchain_argus.retriever``
-    logger, with the exception type) and its source's best view stands in for it.
+    its own; an id that still fails is logged (with the exception type) and its source dropped.
 
     Example:
         >>> retriever = ArgusRetriever(vectorstore=store, k=4)  # doctest: +SKIP
@@ -119,13 +136,29 @@ class ArgusRetriever(BaseRetriever):
     """Subtracted from every view's relevance score before folding: a view lifts its source only
     when it beats the original by more than this (default:
     ``argus_ir.collapse.DEFAULT_VIEW_DISCOUNT``, a margin on cosine similarity)."""
+    relevance_per_cosine: float | None = None
+    """How far the store's relevance score moves per unit of cosine similarity (1.0 when its
+    relevance scores are cosines), to put ``view_discount`` on the store's scale. Default: known
+    for ``InMemoryVectorStore``, Chroma, FAISS and Qdrant (``langchain_argus._scores``)."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Passed on to the store's search (a filter, for instance)."""
+    fetch_originals: Callable[[list[str]], Sequence[Document]] | None = None
+    """Fetches originals by source id, for a store that keeps them under other ids (LangChain's
+    ``index()`` keys entries by a content hash): given source ids, it returns the originals it
+    finds, in any order; each is matched by its ``argus_source_id`` (else its id) and views among
+    them are ignored. Default: the store's ``get_by_ids``. See ``docs/langchain.md``, "Stores"."""
 
     @field_validator("view_discount")
     @classmethod
     def _check_discount(cls, value: float) -> float:
         _check_view_discount(value)
+        return value
+
+    @field_validator("relevance_per_cosine")
+    @classmethod
+    def _check_slope(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value < math.inf:
+            raise ValueError(f"relevance_per_cosine must be a finite number > 0, got {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -135,6 +168,22 @@ class ArgusRetriever(BaseRetriever):
         if self.how not in ("max", "sum"):
             raise ValueError(f"how must be 'max' or 'sum', got {self.how!r}")
         return self
+
+    def _discount(self) -> float:
+        """``view_discount`` on the store's relevance scale."""
+        if self.view_discount == 0:
+            return 0.0
+        slope = self.relevance_per_cosine
+        if slope is None:
+            slope = relevance_per_cosine(self.vectorstore)
+        if slope is None:
+            raise ArgusInputError(
+                f"cannot tell how {type(self.vectorstore).__name__}'s relevance scores relate to "
+                "cosine similarity, the scale view_discount is a margin on: pass "
+                "ArgusRetriever(relevance_per_cosine=...) (1.0 when its relevance scores are "
+                "cosine similarities), or view_discount=0"
+            )
+        return self.view_discount * slope
 
     def _fetch_k(self, k: int) -> int:
         return self.fetch_k if self.fetch_k is not None else max(20, 5 * k)
@@ -152,10 +201,16 @@ class ArgusRetriever(BaseRetriever):
             hits = self.vectorstore.similarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
-        folded = collapse_documents(hits, top_k=k, how=self.how, view_discount=self.view_discount)
-        missing = [f.source_id for f in folded if f.original is None]
-        fetched = self._get_by_ids(missing) if missing else {}
-        return [_result(f, fetched) for f in folded]
+        folded = collapse_documents(hits, how=self.how, view_discount=self._discount())
+        out: list[Document] = []
+        dropped = start = 0
+        while len(out) < k and start < len(folded):  # the next sources replace dropped ones
+            batch = folded[start : start + k - len(out)]
+            start += len(batch)
+            missing = [f.source_id for f in batch if f.original is None]
+            dropped += _take(batch, self._fetch(missing) if missing else {}, out)
+        _log_dropped(dropped)
+        return out
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -170,14 +225,22 @@ class ArgusRetriever(BaseRetriever):
             hits = await self.vectorstore.asimilarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
-        folded = collapse_documents(hits, top_k=k, how=self.how, view_discount=self.view_discount)
-        missing = [f.source_id for f in folded if f.original is None]
-        fetched = await self._aget_by_ids(missing) if missing else {}
-        return [_result(f, fetched) for f in folded]
+        folded = collapse_documents(hits, how=self.how, view_discount=self._discount())
+        out: list[Document] = []
+        dropped = start = 0
+        while len(out) < k and start < len(folded):  # the next sources replace dropped ones
+            batch = folded[start : start + k - len(out)]
+            start += len(batch)
+            missing = [f.source_id for f in batch if f.original is None]
+            dropped += _take(batch, await self._afetch(missing) if missing else {}, out)
+        _log_dropped(dropped)
+        return out
 
-    def _get_by_ids(self, ids: list[str]) -> dict[str, Document]:
+    def _fetch(self, ids: list[str]) -> dict[str, Document]:
+        if self.fetch_originals is not None:
+            return _originals(self.fetch_originals(ids))
         try:
-            return _by_id(self.vectorstore.get_by_ids(ids))
+            return _originals(self.vectorstore.get_by_ids(ids))
         except NotImplementedError:
             return {}
         except Exception as exc:  # the store's own failure: retry id by id
@@ -185,14 +248,16 @@ class ArgusRetriever(BaseRetriever):
         fetched: dict[str, Document] = {}
         for one in ids:
             try:
-                fetched.update(_by_id(self.vectorstore.get_by_ids([one])))
-            except Exception as exc:  # the best view stands in for it
+                fetched.update(_originals(self.vectorstore.get_by_ids([one])))
+            except Exception as exc:  # its source is dropped
                 _log_failure(self.vectorstore, [one], exc)
         return fetched
 
-    async def _aget_by_ids(self, ids: list[str]) -> dict[str, Document]:
+    async def _afetch(self, ids: list[str]) -> dict[str, Document]:
+        if self.fetch_originals is not None:
+            return _originals(await run_in_executor(None, self.fetch_originals, ids))
         try:
-            return _by_id(await self.vectorstore.aget_by_ids(ids))
+            return _originals(await self.vectorstore.aget_by_ids(ids))
         except NotImplementedError:
             return {}
         except Exception as exc:  # the store's own failure: retry id by id
@@ -200,8 +265,8 @@ class ArgusRetriever(BaseRetriever):
         fetched: dict[str, Document] = {}
         for one in ids:
             try:
-                fetched.update(_by_id(await self.vectorstore.aget_by_ids([one])))
-            except Exception as exc:  # the best view stands in for it
+                fetched.update(_originals(await self.vectorstore.aget_by_ids([one])))
+            except Exception as exc:  # its source is dropped
                 _log_failure(self.vectorstore, [one], exc)
         return fetched
 
@@ -214,13 +279,45 @@ def _doc_id(doc: Document) -> str | None:
     return None if fallback is None or fallback == "" else str(fallback)
 
 
-def _by_id(docs: Sequence[Document]) -> dict[str, Document]:
-    return {key: d for d in docs if (key := _doc_id(d)) is not None}
+def _originals(docs: Sequence[Document]) -> dict[str, Document]:
+    """Fetched documents by their source id; views are left out."""
+    out: dict[str, Document] = {}
+    for doc in docs:
+        if not is_view_entry(doc.metadata):
+            source = source_id_of(_doc_id(doc) or "", doc.metadata)
+            if source:
+                out.setdefault(source, doc)
+    return out
+
+
+def _take(
+    batch: Sequence[SourceHits[Document]], fetched: dict[str, Document], out: list[Document]
+) -> int:
+    """Append each source's original to ``out``; return how many had none."""
+    dropped = 0
+    for folded in batch:
+        original = folded.original
+        if original is None:
+            original = fetched.get(folded.source_id)
+        if original is None:
+            dropped += 1
+        else:
+            out.append(original)
+    return dropped
+
+
+def _log_dropped(dropped: int) -> None:
+    if dropped:
+        logger.warning(
+            "%d source(s) dropped: only their views were retrieved and their originals could not "
+            "be fetched (deleted, or stored under other ids: see ArgusRetriever.fetch_originals)",
+            dropped,
+        )
 
 
 def _log_failure(store: VectorStore, ids: list[str], exc: BaseException) -> None:
     if len(ids) == 1:
-        what = f"id {ids[0]!r} (its best view stands in for it)"
+        what = f"id {ids[0]!r} (its source is dropped)"
     else:
         what = f"{len(ids)} ids (retrying one at a time)"
     logger.warning(
@@ -231,9 +328,3 @@ def _log_failure(store: VectorStore, ids: list[str], exc: BaseException) -> None
 def _check_view_discount(value: float) -> None:
     """Raise the core's :class:`~argus_ir.errors.ArgusInputError` for a bad ``view_discount``."""
     rank_sources((), view_discount=value)  # the core's check, run on no hits
-
-
-def _result(folded: SourceHits[Document], fetched: dict[str, Document]) -> Document:
-    if folded.original is not None:
-        return folded.original
-    return fetched.get(folded.source_id, folded.best)

@@ -11,7 +11,14 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
-from argus_ir.runners.integration import AugmentResult, Record, aaugment_records, augment_records
+from argus_ir.runners.integration import (
+    AugmentResult,
+    Record,
+    aaugment_records,
+    augment_records,
+    is_view,
+    original_lineage,
+)
 from argus_ir.settings import argus_settings
 from langchain_argus.kb import store_kb
 
@@ -23,13 +30,16 @@ _CORE: dict[str, Any] = argus_settings()  # the core owns every default
 class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     """Add support views of documents whose entities the retriever cannot reach.
 
-    Every input document comes out first and unchanged, followed by its views (more
+    Every input document comes out first, followed by its views (more
     :class:`~langchain_core.documents.Document` objects whose metadata names their source in
     ``argus_source_id``). Index them all in the same vector store; retrieve through
     :class:`~langchain_argus.ArgusRetriever`, which folds views back into their source.
 
-    A document without an ``id`` comes out as a copy that carries a content-derived id, because its
-    views must be able to point at it; give your documents ids to keep them as they are.
+    An original comes out as a copy, unchanged but for two lineage keys in its metadata
+    (``argus_source_id``: its own id; ``argus_view``: ``"original"``), so it folds with its views
+    however the store reports or re-keys ids. A document without an ``id`` gets a content-derived
+    one, because its views must be able to point at it. Inputs that are already argus views pass
+    through untouched.
 
     The fields are :class:`argus_ir.Argus` settings, checked when set; models load on first use.
 
@@ -136,7 +146,7 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     def transform_documents(
         self, documents: Sequence[Document], **kwargs: Any
     ) -> Sequence[Document]:
-        """Return every document followed by its views.
+        """Return every document (a copy with its lineage keys) followed by its views.
 
         Args:
             documents: The documents (not modified).
@@ -162,10 +172,12 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         for entry in result.entries:
             source = documents[entry.position]
             if entry.view is None:
+                if is_view(source.metadata):  # an argus view given back in: left as it is
+                    out.append(source)
+                    continue
                 doc_id = result.ids[entry.position]
-                out.append(
-                    source if source.id == doc_id else source.model_copy(update={"id": doc_id})
-                )
+                metadata = {**source.metadata, **original_lineage(doc_id)}
+                out.append(source.model_copy(update={"id": doc_id, "metadata": metadata}))
             else:
                 view = entry.view
                 out.append(Document(page_content=view.text, metadata=view.metadata, id=view.id))
