@@ -116,6 +116,13 @@ def _ask(pipe: Pipeline, with_argus: bool) -> list[Document]:
     return out["collapser" if with_argus else "retriever"]["documents"]
 
 
+def _as_given(doc: Document) -> Document:
+    """An output original less the lineage the augmenter adds (its own id as its source)."""
+    assert doc.meta["argus_source_id"] == doc.id and doc.meta["argus_view"] == "original"
+    rest = {k: v for k, v in doc.meta.items() if k not in ("argus_source_id", "argus_view")}
+    return replace(doc, meta=rest)
+
+
 def test_end_to_end_the_query_finds_its_document_only_with_argus():
     plain = InMemoryDocumentStore()
     _index(_indexing(plain, False), False)
@@ -129,7 +136,7 @@ def test_end_to_end_the_query_finds_its_document_only_with_argus():
     found = _ask(_query(store, True, SCENARIO.top_k), True)
     assert [d.id for d in found] == [SCENARIO.target]
     assert found[0].content == dict(SCENARIO.documents)[SCENARIO.target]
-    assert found[0].score is not None and "argus_view" not in found[0].meta
+    assert found[0].score is not None and found[0].meta["argus_view"] == "original"
 
 
 def test_pipelines_round_trip_through_yaml_and_run():
@@ -184,7 +191,7 @@ def test_documents_are_never_mutated():
     before = copy.deepcopy(docs)
     out = ArgusAugmenter(progress_bar=False).run(documents=docs)
     assert docs == before
-    assert out["documents"][0] is docs[0] and len(out["documents"]) > 2
+    assert _as_given(out["documents"][0]) == docs[0] and len(out["documents"]) > 2
 
 
 def test_failed_documents_carry_the_error():
@@ -200,7 +207,7 @@ def test_failed_documents_carry_the_error():
     augmenter._argus = Argus(kb=Offline(kb.passages, kb.index, kb.fingerprint))
     docs = _corpus()[:3]
     out = augmenter.run(documents=docs)
-    assert out["documents"] == docs  # originals only
+    assert [_as_given(d) for d in out["documents"]] == docs  # originals only
     failed_ids = [d.id for d in out["failed_documents"]]
     assert failed_ids == ["film-1", "sci-1"]  # the two with flagged entities (film-2 has none)
     assert all("KB offline" in d.meta["argus_error"] for d in out["failed_documents"])
@@ -313,7 +320,7 @@ def test_max_views_reaches_argus_and_round_trips():
     augmenter = ArgusAugmenter(progress_bar=False, max_views=1, **SCENARIO.settings)
     assert augmenter._argus.max_views == 1
     out = augmenter.run(documents=[doc])
-    assert out["documents"][0] is doc and len(out["documents"]) == 2
+    assert _as_given(out["documents"][0]) == doc and len(out["documents"]) == 2
     assert out["stats"]["views"] == 1 and out["stats"]["over_budget"] >= 1
 
     data = augmenter.to_dict()
@@ -372,7 +379,8 @@ def test_a_lone_surrogate_in_one_document_keeps_every_document():
     bad = Document(id="bad", content="Humphrey Bogart filmed in Lucknow \ud800 once.")
     good = Document(id="sci-2", content=dict(SCENARIO.documents)["sci-2"])
     out = ArgusAugmenter(progress_bar=False, **SCENARIO.settings).run(documents=[bad, good])
-    assert out["documents"][0] is bad and good in out["documents"]  # it used to raise TypeError
+    originals = [_as_given(d) for d in out["documents"] if d.meta["argus_view"] == "original"]
+    assert originals == [bad, good]  # it used to raise TypeError
 
 
 def _wiki() -> InMemoryDocumentStore:
@@ -395,7 +403,7 @@ def test_a_retriever_component_or_store_is_the_kb(as_retriever):
     )
     doc = Document(id=STORE_KB_DOCUMENT[0], content=STORE_KB_DOCUMENT[1])
     out = augmenter.run(documents=[doc])["documents"]
-    assert out[0] == doc
+    assert _as_given(out[0]) == doc
     (view,) = [d for d in out if d.meta.get("argus_source_id") == "t1" and d.id != "t1"]
     assert "Quarkon (battery controller for e-bikes)" in view.content
     assert view.meta["argus_kb_id"] == "wiki-7"  # not the earlier view that repeats the name

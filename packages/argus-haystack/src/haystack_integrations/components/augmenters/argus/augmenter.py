@@ -8,7 +8,14 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from argus_ir import Argus
-from argus_ir.runners.integration import AugmentResult, Record, aaugment_records, augment_records
+from argus_ir.runners.integration import (
+    AugmentResult,
+    Record,
+    aaugment_records,
+    augment_records,
+    is_view,
+    original_lineage,
+)
 from argus_ir.settings import argus_settings
 from haystack_integrations.components.augmenters.argus.kb import (
     is_store,
@@ -28,12 +35,17 @@ _CORE: dict[str, Any] = argus_settings()  # the core owns every default
 class ArgusAugmenter:
     """Add support views of documents whose entities the retriever cannot reach.
 
-    Place it before the document embedder. Every input document comes out in ``documents``,
-    unchanged, followed by its views (new documents whose ``meta["argus_source_id"]`` names their
-    source). Documents without text pass through untouched; a document whose views could not be
-    built is still passed through and also listed in ``failed_documents`` (a copy whose meta holds
+    Place it before the document embedder. Every input document comes out in ``documents`` as a
+    copy whose meta gains its lineage (``argus_source_id``: its own id, ``argus_view``:
+    ``"original"``), followed by its views (new documents whose ``meta["argus_source_id"]`` names
+    their source). Folding then reads lineage, never how a store reports ids. The lineage keys are
+    not embedded (``SentenceTransformersDocumentEmbedder`` embeds only the meta fields you name).
+    Documents without text pass through with their lineage and no views; an input that is itself
+    an argus view passes through as it came. A document whose views could not be built is still
+    passed through and also listed in ``failed_documents`` (a copy whose meta holds
     ``argus_error``). ``stats`` counts what was done. At query time, put :class:`ArgusCollapser`
-    after the retriever.
+    after the retriever; to replace or delete a document with its views, see
+    :class:`ArgusSourceCleaner`.
 
     The init parameters are :class:`argus_ir.Argus` settings (plain values, so the component
     serialises); models load in :meth:`warm_up`.
@@ -186,8 +198,8 @@ class ArgusAugmenter:
         """Pass every document through and add the views of those with blind-spot entities.
 
         :param documents: The documents to augment (not modified).
-        :returns: ``documents`` (originals, each followed by its views), ``failed_documents``
-            (originals whose views could not be built) and ``stats``.
+        :returns: ``documents`` (originals with their lineage, each followed by its views),
+            ``failed_documents`` (originals whose views could not be built) and ``stats``.
         """
         self.warm_up()
         return self._finish(documents, augment_records(self._argus, _records(documents)))
@@ -209,7 +221,10 @@ class ArgusAugmenter:
         out: list[Document] = []
         for entry in result.entries:
             if entry.view is None:
-                out.append(documents[entry.position])
+                doc = documents[entry.position]
+                out.append(
+                    doc if is_view(doc.meta) else _with_lineage(doc, result.ids[entry.position])
+                )
             else:
                 view = entry.view
                 out.append(Document(id=view.id, content=view.text, meta=view.metadata))
@@ -224,6 +239,11 @@ class ArgusAugmenter:
                 reason=reasons[result.ids[pos]],
             )
         return {"documents": out, "failed_documents": failed, "stats": result.stats_dict()}
+
+
+def _with_lineage(doc: Document, doc_id: str) -> Document:
+    """A copy of an original whose meta names it as its own source."""
+    return replace(doc, meta={**doc.meta, **original_lineage(doc_id)})
 
 
 def _records(documents: list[Document]) -> list[Record]:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DocumentStore
-from haystack.errors import FilterError
 
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
+from argus_ir.errors import ArgusInputError
 from haystack_integrations.components.rankers.argus._scores import SCORES, relevance_of
+from haystack_integrations.components.rankers.argus._stores import aread, read, twin_store
 
 __all__ = ["ArgusCollapser"]
 
@@ -24,10 +25,18 @@ class ArgusCollapser:
     """Fold retrieved argus views into their source documents; one result per source.
 
     Put it after the retriever (ask the retriever for more documents than you need: views crowd
-    the top ranks). Each source scores as its best hit (or the sum, ``how="sum"``), every view's
-    score less ``view_discount``, and comes out as the *original* document with that score: taken
-    from the hits when the original was retrieved itself, else read from ``document_store`` by id;
-    without a store, or when the store cannot return it, the best view stands in.
+    the top ranks). Hits fold by lineage: a hit's source is its ``meta["argus_source_id"]`` (else
+    its id), and it is a view when its ``meta["argus_view"]`` names a remedy. Each source scores as
+    its best hit (or the sum, ``how="sum"``), every view's score less ``view_discount``, and comes
+    out as the *original* document with that score: taken from the hits when the original was
+    retrieved itself, else read from ``document_store`` by id. A source the store no longer holds
+    (its views outlived it) is dropped, never served by a view; without a store the best view
+    stands in.
+
+    In a pipeline, the collapser uses the store object of another component (the retriever) when
+    that store is of the same class and serialises the same: after ``Pipeline.loads`` each
+    component holds its own copy, and an embedded store (Qdrant's local mode) opens its folder for
+    one client only.
 
     Scores are read as relevance, higher is better: ``scores="auto"`` turns a Chroma store's
     distances into relevance (cosine similarity for unit-length embeddings) and keeps any other
@@ -55,7 +64,8 @@ class ArgusCollapser:
             its source only when it beats the original by more than this (default:
             ``argus_ir.collapse.DEFAULT_VIEW_DISCOUNT``; unused when hits carry no scores).
         :param document_store: Where to read originals that were not retrieved themselves (and,
-            under ``scores="auto"``, what the retriever's scores mean).
+            under ``scores="auto"``, what the retriever's scores mean). In a pipeline, a
+            component's store of the same class and settings is used in its place.
         :param scores: What ``Document.score`` is: ``"similarity"`` (higher is better, kept),
             ``"distance"`` (lower is better: a Chroma store's by its space, any other
             ``1 - score``) or ``"auto"`` (a Chroma ``document_store`` gives distances by its
@@ -77,6 +87,7 @@ class ArgusCollapser:
         self.view_discount = view_discount
         self.document_store = document_store
         self.scores = scores
+        self._shared = False  # whether the pipeline has been searched for a twin of the store
         relevance_of(scores, document_store)  # an unreadable store fails here, not at query time
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,10 +116,12 @@ class ArgusCollapser:
         :returns: ``documents``: one original per source, best first, with its folded relevance.
         :raises ValueError: ``scores="auto"`` and a Chroma store of an unknown space.
         """
-        folded = self._fold(documents, top_k)
-        missing = [f.source_id for f in folded if f.original is None]
-        fetched = self._fetch(missing)
-        return {"documents": [_result(f, fetched) for f in folded]}
+        self._share_store()
+        folded, k = self._fold(documents, top_k)
+        out: list[Document] = []
+        for chunk in _chunks(folded, k, out):
+            out += self._results(chunk, self._fetch(_missing(chunk)))
+        return {"documents": out}
 
     @component.output_types(documents=list[Document])
     async def run_async(
@@ -120,88 +133,94 @@ class ArgusCollapser:
         :param top_k: Override the component's ``top_k``.
         :returns: As :meth:`run`.
         """
-        folded = self._fold(documents, top_k)
-        missing = [f.source_id for f in folded if f.original is None]
-        fetched = await self._fetch_async(missing)
-        return {"documents": [_result(f, fetched) for f in folded]}
+        self._share_store()
+        folded, k = self._fold(documents, top_k)
+        out: list[Document] = []
+        for chunk in _chunks(folded, k, out):
+            out += self._results(chunk, await self._fetch_async(_missing(chunk)))
+        return {"documents": out}
 
-    def _fold(self, documents: list[Document], top_k: int | None) -> list[SourceHits[Document]]:
+    def _share_store(self) -> None:
+        """Use the pipeline's live store in place of this component's copy of it, once."""
+        if self._shared or self.document_store is None:
+            return
+        pipeline = getattr(self, "__haystack_added_to_pipeline__", None)
+        if pipeline is None:
+            return  # not (yet) in a pipeline: look again at the next run
+        self._shared = True
+        twin = twin_store(pipeline, self.document_store)
+        if twin is not None:
+            logger.debug("ArgusCollapser shares the pipeline's %s", type(twin).__name__)
+            self.document_store = twin
+
+    def _results(
+        self, folded: list[SourceHits[Document]], fetched: dict[str, Document]
+    ) -> list[Document]:
+        """One document per source; a source whose original the store lacks is dropped."""
+        out = []
+        dropped = []
+        for f in folded:
+            doc = f.original or fetched.get(f.source_id)
+            if doc is None and self.document_store is not None:
+                dropped.append(f.source_id)
+                continue
+            doc = doc or f.best
+            out.append(doc if f.score is None else replace(doc, score=f.score))
+        if dropped:
+            logger.warning(
+                "dropped %d source(s) retrieved only through views whose original %s does not "
+                "return (deleted? delete its views with delete_sources): %s",
+                len(dropped),
+                type(self.document_store).__name__,
+                dropped,
+            )
+        return out
+
+    def _fold(
+        self, documents: list[Document], top_k: int | None
+    ) -> tuple[list[SourceHits[Document]], int | None]:
+        """Every source, ranked (sources may be dropped later, so ``top_k`` is applied then)."""
+        k = self.top_k if top_k is None else top_k
+        if k is not None and k < 0:
+            raise ArgusInputError(f"top_k must be >= 0, got {k}")
         relevance = relevance_of(self.scores, self.document_store)
-        return fold_hits(
+        folded = fold_hits(
             documents,
             id_of=lambda d: d.id,
             metadata_of=lambda d: d.meta,
             score_of=lambda d: None if d.score is None else relevance(d.score),
             how=self.how,
-            top_k=self.top_k if top_k is None else top_k,
             view_discount=self.view_discount,
         )
+        return folded, k
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
-        """Read originals by id: ``get_documents_by_id``, else an ``in`` filter, else one ``==``
-        filter per id (Chroma takes only ``==`` on ids). An id no way returns is logged; its best
-        view stands in."""
-        store = self.document_store
-        if not ids or store is None:
+        """Read originals by id, with the filters the store accepts."""
+        if self.document_store is None:
             return {}
-        by_id = getattr(store, "get_documents_by_id", None)
-        if callable(by_id):
-            try:
-                return _found(by_id(ids), ids)
-            except Exception as exc:  # the filters below may still work
-                logger.debug("get_documents_by_id failed (%s: %s)", type(exc).__name__, exc)
-        try:
-            return _found(store.filter_documents(filters=_by_ids(ids)), ids)
-        except (FilterError, ValueError) as exc:
-            logger.debug(
-                "%s refused an 'in' filter on id (%s: %s); reading ids one by one",
-                type(store).__name__,
-                type(exc).__name__,
-                exc,
-            )
-        fetched: dict[str, Document] = {}
-        for doc_id in ids:
-            try:
-                one = {"field": "id", "operator": "==", "value": doc_id}
-                fetched.update(_found(store.filter_documents(filters=one), [doc_id]))
-            except Exception as exc:  # one id must not sink the query
-                logger.warning(
-                    "could not read original %r from %s (%s: %s); its best view stands in",
-                    doc_id,
-                    type(store).__name__,
-                    type(exc).__name__,
-                    exc,
-                )
-        return fetched
+        return _first(read(self.document_store, "id", ids))
 
     async def _fetch_async(self, ids: list[str]) -> dict[str, Document]:
-        """:meth:`_fetch` through the store's async reader; on any failure, the sync path."""
-        store = self.document_store
-        if not ids or store is None:
+        """:meth:`_fetch` through the store's async readers; on any failure, the sync path."""
+        if self.document_store is None:
             return {}
-        reader = getattr(store, "filter_documents_async", None)
-        if reader is not None:
-            try:
-                return _found(await reader(filters=_by_ids(ids)), ids)
-            except Exception as exc:  # e.g. Chroma's async needs an HTTP client
-                logger.debug(
-                    "%s.filter_documents_async failed (%s: %s); reading synchronously",
-                    type(store).__name__,
-                    type(exc).__name__,
-                    exc,
-                )
-        return await asyncio.to_thread(self._fetch, ids)
+        return _first(await aread(self.document_store, "id", ids))
 
 
-def _by_ids(ids: list[str]) -> dict[str, Any]:
-    return {"field": "id", "operator": "in", "value": ids}
+def _first(found: dict[str, list[Document]]) -> dict[str, Document]:
+    return {doc_id: docs[0] for doc_id, docs in found.items()}
 
 
-def _found(docs: list[Document], ids: list[str]) -> dict[str, Document]:
-    wanted = set(ids)
-    return {d.id: d for d in docs if d.id in wanted}
+def _chunks(
+    folded: list[SourceHits[Document]], top_k: int | None, out: list[Document]
+) -> Iterator[list[SourceHits[Document]]]:
+    """The ranked sources in slices just large enough to fill ``out`` up to ``top_k``."""
+    start = 0
+    while start < len(folded) and (top_k is None or len(out) < top_k):
+        end = len(folded) if top_k is None else start + top_k - len(out)
+        yield folded[start:end]
+        start = end
 
 
-def _result(folded: SourceHits[Document], fetched: dict[str, Document]) -> Document:
-    doc = folded.original or fetched.get(folded.source_id) or folded.best
-    return doc if folded.score is None else replace(doc, score=folded.score)
+def _missing(folded: list[SourceHits[Document]]) -> list[str]:
+    return [f.source_id for f in folded if f.original is None]
