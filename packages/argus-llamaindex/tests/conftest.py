@@ -1,14 +1,19 @@
-"""Shared fixtures of the argus-llamaindex tests: the offline MiniLM embedding, loaded once."""
+"""Shared fixtures of the argus-llamaindex tests: the offline MiniLM embedding, loaded once, and
+the store tests' corpus: the shared scenario, augmented and embedded once per session."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.schema import BaseNode, Document
 from pydantic import PrivateAttr
 
-from argus_ir.testing import minilm_path
+from argus_ir.testing import SCENARIO, minilm_path
+from argus_llamaindex import ArgusTransform
 
 
 class MiniLM(BaseEmbedding):
@@ -41,3 +46,46 @@ class MiniLM(BaseEmbedding):
 @pytest.fixture(scope="session")
 def embed_model() -> MiniLM:
     return MiniLM()
+
+
+# Qdrant takes only UUIDs (or unsigned integers) as point ids: the scenario's documents get UUIDs
+_NAMESPACE = uuid.UUID("0b9f4d8e-3c1a-4f6b-8e2d-7a5c9b1e4f30")
+
+
+def doc_uuid(name: str) -> str:
+    """The store tests' id of the scenario document ``name`` (``"film-1"``)."""
+    return str(uuid.uuid5(_NAMESPACE, name))
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The scenario under UUID ids, through ``ArgusTransform`` and the embedding.
+
+    Attributes:
+        nodes: Originals and views, embedded.
+        texts: Each original's text by its id.
+        names: Each original's scenario name (``"film-1"``) by its id.
+        transform: The transform that made them (its models loaded).
+    """
+
+    nodes: tuple[BaseNode, ...]
+    texts: dict[str, str]
+    names: dict[str, str]
+    transform: ArgusTransform
+
+    def id(self, name: str) -> str:
+        return doc_uuid(name)
+
+
+@pytest.fixture(scope="session")
+def corpus(embed_model) -> Corpus:
+    """One augment of the shared scenario for every store test."""
+    documents = [Document(id_=doc_uuid(name), text=text) for name, text in SCENARIO.documents]
+    transform = ArgusTransform(**SCENARIO.settings)
+    nodes = embed_model(transform(documents))
+    return Corpus(
+        nodes=tuple(nodes),
+        texts={d.id_: d.text for d in documents},
+        names={doc_uuid(name): name for name, _ in SCENARIO.documents},
+        transform=transform,
+    )

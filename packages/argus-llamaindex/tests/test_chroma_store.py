@@ -2,8 +2,9 @@
 index keeps no docstore when the store holds the text) and Chroma's exp(-distance) scores read
 as cosine before the view discount.
 
-One ingest (the shared scenario corpus through the transform and the embedding), written into a
-Chroma collection per space on a ``PersistentClient``.
+The session's one ingest (``conftest.corpus``: the shared scenario through the transform and the
+embedding), written into a Chroma collection per space on a ``PersistentClient``. The behaviour
+every store shares (update, delete, reopen, ...) is tested in ``test_stores.py``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ from typing import Any
 import chromadb
 import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
-from llama_index.core.ingestion import IngestionPipeline
-from llama_index.core.schema import BaseNode, Document, NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from argus_ir.collapse import SOURCE_KEY
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 from argus_ir.testing import SCENARIO, cosine_reference
-from argus_llamaindex import ArgusPostprocessor, ArgusTransform
+from argus_llamaindex import ArgusPostprocessor
 
 # queries that a view answers better than its original and plain ones; the scale of the discount
 # decides the third and fourth (a view beats a rival by between 0.02 and about 0.04 of cosine)
@@ -46,21 +46,12 @@ SPACES = ("cosine", "l2", "ip")
 
 
 @pytest.fixture(scope="module")
-def nodes(embed_model) -> list[BaseNode]:
-    corpus = [Document(id_=doc_id, text=text) for doc_id, text in SCENARIO.documents]
-    pipeline = IngestionPipeline(transformations=[ArgusTransform(**SCENARIO.settings), embed_model])
-    out = pipeline.run(documents=corpus)
-    assert any(SOURCE_KEY in n.metadata for n in out)
-    return out
-
-
-@pytest.fixture(scope="module")
 def chroma_path(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("chroma")
 
 
 @pytest.fixture(scope="module")
-def indexes(chroma_path, nodes, embed_model) -> dict[str, VectorStoreIndex]:
+def indexes(chroma_path, corpus, embed_model) -> dict[str, VectorStoreIndex]:
     """One index per Chroma space, over the same embedded nodes."""
     client = chromadb.PersistentClient(path=str(chroma_path))
     out = {}
@@ -70,12 +61,14 @@ def indexes(chroma_path, nodes, embed_model) -> dict[str, VectorStoreIndex]:
         )
         store = ChromaVectorStore(chroma_collection=collection)
         context = StorageContext.from_defaults(vector_store=store)
-        out[space] = VectorStoreIndex(nodes, storage_context=context, embed_model=embed_model)
+        out[space] = VectorStoreIndex(
+            list(corpus.nodes), storage_context=context, embed_model=embed_model
+        )
     return out
 
 
-def _originals() -> dict[str, str]:
-    return dict(SCENARIO.documents)
+def _is_view(hit: NodeWithScore) -> bool:
+    return hit.node.metadata.get(VIEW_KEY, "original") != "original"
 
 
 def _cosine_reference(index: VectorStoreIndex, embed_model, query: str, k: int) -> list[tuple]:
@@ -91,7 +84,7 @@ def _cosine_reference(index: VectorStoreIndex, embed_model, query: str, k: int) 
 
 
 def test_chroma_originals_outside_the_top_k_are_read_from_the_vector_store(
-    indexes, chroma_path, nodes, embed_model
+    indexes, chroma_path, corpus, embed_model
 ):
     index = indexes["cosine"]
     assert not index.docstore.docs  # the store holds the text: nothing to read originals from
@@ -106,54 +99,62 @@ def test_chroma_originals_outside_the_top_k_are_read_from_the_vector_store(
         ArgusPostprocessor(top_k=2, index=reopened),
         ArgusPostprocessor(top_k=2, docstore=index.docstore, vector_store=index.vector_store),
         # the in-memory store holds no text: index= reads its docstore
-        ArgusPostprocessor(top_k=2, index=VectorStoreIndex(nodes, embed_model=embed_model)),
+        ArgusPostprocessor(
+            top_k=2, index=VectorStoreIndex(list(corpus.nodes), embed_model=embed_model)
+        ),
     )
     for query in VIEWS_FIRST:
         hits = index.as_retriever(similarity_top_k=2).retrieve(query)
-        assert all(SOURCE_KEY in h.node.metadata for h in hits), query  # views only
+        assert all(_is_view(h) for h in hits), query  # views only
         sources = list(dict.fromkeys(h.node.metadata[SOURCE_KEY] for h in hits))
         for post in posts:
             found = post.postprocess_nodes(hits)
             assert [n.node.node_id for n in found] == sources, query
             for n in found:  # the original itself, read from the store
-                assert SOURCE_KEY not in n.node.metadata, (query, n.node.node_id)
-                assert n.node.get_content() == _originals()[n.node.node_id], query
+                assert not _is_view(n), (query, n.node.node_id)
+                assert n.node.get_content() == corpus.texts[n.node.node_id], query
 
 
-class FailsOn(ChromaVectorStore):
-    """A Chroma store whose reads fail for one id (as a store's own error would)."""
+def _fails_on(doc_id: str) -> type[ChromaVectorStore]:
+    class FailsOn(ChromaVectorStore):
+        """A Chroma store whose reads fail for one id (as a store's own error would)."""
 
-    def get_nodes(self, node_ids=None, filters=None):  # type: ignore[override]
-        if SCENARIO.target in (node_ids or []):
-            raise RuntimeError("read refused")
-        return super().get_nodes(node_ids=node_ids, filters=filters)
+        def get_nodes(self, node_ids=None, filters=None):  # type: ignore[override]
+            if doc_id in (node_ids or []):
+                raise RuntimeError("read refused")
+            return super().get_nodes(node_ids=node_ids, filters=filters)
+
+    return FailsOn
 
 
-def test_a_failed_read_is_logged_and_the_docstore_or_best_view_stands_in(indexes, caplog):
+def test_a_source_whose_original_cannot_be_read_is_dropped_not_served_by_a_view(
+    indexes, corpus, caplog
+):
     query = "Bogie, the star of the 1942 film Casablanca, and the Bohr model of the atom"
+    target, other = corpus.id(SCENARIO.target), corpus.id("sci-2")
     index = indexes["cosine"]
     hits = index.as_retriever(similarity_top_k=3).retrieve(query)
-    assert {h.node.metadata.get(SOURCE_KEY) for h in hits} == {SCENARIO.target, "sci-2"}
-    store = FailsOn(chroma_collection=index.vector_store.client)
+    assert all(_is_view(h) for h in hits)
+    assert {h.node.metadata[SOURCE_KEY] for h in hits} == {target, other}
+    store = _fails_on(target)(chroma_collection=index.vector_store.client)
 
     with caplog.at_level(logging.WARNING, logger="argus_llamaindex.postprocessor"):
         found = ArgusPostprocessor(vector_store=store).postprocess_nodes(hits)
-    texts = {n.node.node_id: n.node.get_content() for n in found}
-    assert texts["sci-2"] == _originals()["sci-2"]  # retried alone: read
-    assert len(texts) == 2 and SCENARIO.target not in texts  # the best view stands in for it
-    assert [i for i in texts if i.startswith(f"{SCENARIO.target}#argus-")]
-    failures = [r.getMessage() for r in caplog.records]
-    assert any("RuntimeError" in m and repr(SCENARIO.target) in m for m in failures), failures
+    assert [n.node.node_id for n in found] == [other]  # retried alone: read; the target dropped
+    assert found[0].node.get_content() == corpus.texts[other]
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("RuntimeError" in m and repr(target) in m for m in messages), messages
+    assert any("dropped 1 source" in m and repr(target) in m for m in messages), messages
 
     docstore = SimpleDocumentStore()
-    docstore.add_documents([TextNode(id_=SCENARIO.target, text=_originals()[SCENARIO.target])])
+    docstore.add_documents([TextNode(id_=target, text=corpus.texts[target])])
     post = ArgusPostprocessor(vector_store=store, docstore=docstore)
     ids = [n.node.node_id for n in post.postprocess_nodes(hits)]
-    assert sorted(ids) == sorted([SCENARIO.target, "sci-2"])  # the docstore had it
+    assert sorted(ids) == sorted([target, other])  # the docstore had it
 
 
 @pytest.mark.parametrize("space", SPACES)
-def test_chroma_scores_rank_sources_as_the_cosine_reference(indexes, embed_model, space):
+def test_chroma_scores_rank_sources_as_the_cosine_reference(indexes, corpus, embed_model, space):
     """Chroma's scores are exp(-distance); the postprocessor must rank as cosine does."""
     index = indexes[space]
     every = index.as_retriever(similarity_top_k=index.vector_store.client.count())
@@ -165,7 +166,7 @@ def test_chroma_scores_rank_sources_as_the_cosine_reference(indexes, embed_model
         found = post.postprocess_nodes(every.retrieve(query))
         assert [n.node.node_id for n in found] == [src for src, _, _ in reference], query
         assert [n.score for n in found] == pytest.approx([s for _, s, _ in reference], abs=1e-5)
-        assert [n.node.get_content() for n in found] == [_originals()[s] for s, _, _ in reference]
+        assert [n.node.get_content() for n in found] == [corpus.texts[s] for s, _, _ in reference]
     assert lifted_by_a_view >= 2  # views decide some rankings: the discount is exercised
 
 
@@ -181,7 +182,9 @@ def test_the_scores_setting_puts_the_discount_on_the_cosine_scale(tmp_path):
     def hits(space: str) -> list[NodeWithScore]:
         return [
             NodeWithScore(
-                node=TextNode(id_=i, text=i, metadata={SOURCE_KEY: src} if src else {}),
+                node=TextNode(
+                    id_=i, text=i, metadata={SOURCE_KEY: src, VIEW_KEY: "expansion"} if src else {}
+                ),
                 score=_as_chroma(c, space),
             )
             for i, src, c in cosines

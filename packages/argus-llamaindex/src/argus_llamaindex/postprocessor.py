@@ -9,7 +9,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, field_validator
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, fold_hits, rank_sources
 from argus_llamaindex._scores import SCORES, relevance_of
 
 __all__ = ["ArgusPostprocessor"]
@@ -24,9 +24,10 @@ class ArgusPostprocessor(BaseNodePostprocessor):
     source scores as its best hit (or the sum, ``how="sum"``), every view's score less
     ``view_discount``, and comes out as the *original* node: from the hits when the original was
     retrieved itself, else read by id from ``vector_store`` (a store that holds the text, such as
-    Chroma, where the index keeps no docstore), then from ``docstore``; ``index=`` gives both.
-    A read that fails is logged (with the exception's type) and, as for an original found
-    nowhere, the source's best view stands in.
+    Chroma or Qdrant, where the index keeps no docstore), then from ``docstore``; ``index=``
+    gives both. A source whose original is found nowhere (deleted, or a read that failed) is
+    dropped, never served by one of its views; the next source takes its place, and the drop is
+    logged at WARNING (a failed read too, with the exception's type).
 
     Scores: the view discount is a margin of cosine similarity, so every score is read as a
     cosine-equivalent relevance first (``scores``). Results carry their folded score on that scale.
@@ -70,6 +71,12 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         rank_sources((), view_discount=value)  # the core's check, run on no hits
         return value
 
+    @field_validator("top_k")
+    @classmethod
+    def _check_top_k(cls, value: int | None) -> int | None:
+        rank_sources((), top_k=value)
+        return value
+
     @field_validator("scores")
     @classmethod
     def _check_scores(cls, value: str) -> str:
@@ -102,13 +109,42 @@ class ArgusPostprocessor(BaseNodePostprocessor):
             metadata_of=lambda n: n.node.metadata,
             score_of=lambda n: None if n.score is None else relevance(n.score),
             how=self.how,
-            top_k=self.top_k,
             view_discount=self.view_discount,
         )
-        missing = [f.source_id for f in folded if f.original is None]
-        fetched = _from_vector_store(vector_store, missing)
-        fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
-        return [_result(f, fetched) for f in folded]
+        wanted = len(folded) if self.top_k is None else self.top_k
+        out: list[NodeWithScore] = []
+        dropped: list[str] = []
+        start = 0
+        while len(out) < wanted and start < len(folded):
+            # read only as many originals as the results still lack, in ranking order
+            batch = folded[start : start + wanted - len(out)]
+            start += len(batch)
+            missing = [f.source_id for f in batch if f.original is None]
+            fetched = _from_vector_store(vector_store, missing)
+            fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
+            for source in batch:
+                if source.original is not None:
+                    node: BaseNode | None = source.original.node
+                else:
+                    node = fetched.get(source.source_id)
+                if node is None:
+                    dropped.append(source.source_id)
+                else:
+                    out.append(NodeWithScore(node=node, score=source.score))
+        if dropped:
+            logger.warning(
+                "dropped %d source(s) retrieved only through views whose original could not be "
+                "read (deleted, or not in %s): %s",
+                len(dropped),
+                _where(vector_store, docstore),
+                ", ".join(map(repr, dropped)),
+            )
+        return out
+
+
+def _where(vector_store: Any, docstore: Any) -> str:
+    named = [type(s).__name__ for s in (vector_store, docstore) if s is not None]
+    return " or ".join(named) if named else "any store: give vector_store=, docstore= or index="
 
 
 def _from_vector_store(store: Any, ids: list[str]) -> dict[str, BaseNode]:
@@ -125,7 +161,7 @@ def _from_vector_store(store: Any, ids: list[str]) -> dict[str, BaseNode]:
     for one in ids:
         try:
             fetched.update(_by_id(store.get_nodes(node_ids=[one]), [one]))
-        except Exception as exc:  # the docstore, else the best view, stands in for it
+        except Exception as exc:  # the docstore may have it; else the source is dropped
             _log_failure(store, [one], exc)
     return fetched
 
@@ -137,7 +173,7 @@ def _from_docstore(docstore: Any, ids: list[str]) -> dict[str, BaseNode]:
     for node_id in ids:
         try:
             node = docstore.get_node(node_id, raise_error=False)
-        except Exception as exc:  # the best view stands in for it
+        except Exception as exc:  # the source is dropped
             _log_failure(docstore, [node_id], exc)
             continue
         if node is not None:
@@ -153,17 +189,9 @@ def _by_id(nodes: list[BaseNode], ids: list[str]) -> dict[str, BaseNode]:
 
 def _log_failure(store: Any, ids: list[str], exc: BaseException) -> None:
     if len(ids) == 1:
-        what = f"id {ids[0]!r} (the next store or its best view stands in for it)"
+        what = f"id {ids[0]!r} (the next store is asked; found nowhere, the source is dropped)"
     else:
         what = f"{len(ids)} ids (retrying one at a time)"
     logger.warning(
         "%s could not read %s: %s: %s", type(store).__name__, what, type(exc).__name__, exc
     )
-
-
-def _result(folded: SourceHits[NodeWithScore], fetched: dict[str, BaseNode]) -> NodeWithScore:
-    if folded.original is not None:
-        node = folded.original.node
-    else:
-        node = fetched.get(folded.source_id, folded.best.node)
-    return NodeWithScore(node=node, score=folded.score)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.schema import BaseNode, NodeRelationship, TextNode, TransformComponent
+from llama_index.core.schema import (
+    BaseNode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
 from pydantic import Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from argus_ir import Argus
@@ -15,6 +21,8 @@ from argus_ir.runners.integration import (
     Record,
     aaugment_records,
     augment_records,
+    is_view,
+    original_lineage,
 )
 from argus_ir.settings import argus_settings, setting_docs
 from argus_llamaindex.kb import is_store, store_kb
@@ -28,15 +36,17 @@ _DOCS: dict[str, str] = setting_docs()
 class ArgusTransform(TransformComponent):
     """Add support views of nodes whose entities the retriever cannot reach.
 
-    Use it in an ``IngestionPipeline`` before the embedding model. Every input node comes out first
-    and unchanged, followed by its views: ``TextNode`` objects whose metadata names their source
-    node in ``argus_source_id``. A view copies its original's metadata (so metadata filters still
-    match it), keeps the ``argus_*`` keys out of embeddings and LLM prompts, and belongs to the same
-    source document (its ``SOURCE`` relationship is the original's source, or the original itself
-    when the original is a document). With a splitter before this step, ``delete_ref_doc`` and a
-    docstore upsert remove chunks and views together; documents given straight to it are stored
-    without a ``ref_doc_id``, so those remove the views but not the document's own entry (see
-    ``docs/llamaindex.md``). At query time add :class:`~argus_llamaindex.ArgusPostprocessor`.
+    Use it in an ``IngestionPipeline`` before the embedding model. Every input node comes out first,
+    as a copy carrying its lineage (``argus_source_id``: its own id, ``argus_view``:
+    ``"original"``; both kept out of embeddings and LLM prompts, so it embeds the same text), then
+    its views: ``TextNode`` objects whose ``argus_source_id`` names the original. The input nodes
+    are not modified. A view copies its original's metadata (so metadata filters still match it),
+    keeps the ``argus_*`` keys out of embeddings and LLM prompts, and belongs to its original's
+    source document: the original's ``SOURCE`` relationship or, for a node without one (a document
+    given without a splitter), the node itself, which its copy then names as its own source too.
+    So ``index.delete_ref_doc(doc_id)`` and a pipeline's docstore upsert remove a document (or its
+    chunks) with its views, with or without a splitter (see ``docs/llamaindex.md``). At query time
+    add :class:`~argus_llamaindex.ArgusPostprocessor`.
 
     Every setting that changes the output is a public field, including ``probe_checksum`` and
     ``kb_fingerprint`` (filled from the probe and KB files when left empty), so the pipeline's cache
@@ -169,7 +179,7 @@ class ArgusTransform(TransformComponent):
         for entry in result.entries:
             original = nodes[entry.position]
             if entry.view is None:
-                out.append(original)
+                out.append(_with_lineage(original, result.ids[entry.position]))
                 continue
             if entry.position in failed:
                 continue
@@ -195,6 +205,27 @@ class ArgusTransform(TransformComponent):
             out.append(node)
         self._last_stats = result.stats_dict()
         return out
+
+
+def _with_lineage(node: BaseNode, node_id: str) -> BaseNode:
+    """A copy of an original with its lineage keys (kept out of its embedding and LLM text).
+
+    A node without a ``SOURCE`` relationship (a document given straight to the transform) becomes
+    its own source, so stores record its ``ref_doc_id`` and ``delete_ref_doc`` removes it with the
+    views that name it. An argus view given as input is returned as it came.
+    """
+    if is_view(node.metadata):
+        return node
+    lineage = original_lineage(node_id)
+    copy = node.model_copy(deep=True)
+    copy.metadata.update(lineage)
+    copy.excluded_embed_metadata_keys = _merge(copy.excluded_embed_metadata_keys, list(lineage))
+    copy.excluded_llm_metadata_keys = _merge(copy.excluded_llm_metadata_keys, list(lineage))
+    if NodeRelationship.SOURCE not in copy.relationships:
+        copy.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
+            node_id=node_id, node_type=node.get_type()
+        )
+    return copy
 
 
 def _merge(keys: list[str], more: list[str]) -> list[str]:
