@@ -180,14 +180,20 @@ def source_id_of(hit_id: str, metadata: Mapping[str, Any] | None) -> str:
     return hit_id if source is None or source == "" else str(source)
 
 
-def is_view_entry(metadata: Mapping[str, Any] | None) -> bool:
+def is_view_entry(metadata: Mapping[str, Any] | None, hit_id: str | None = None) -> bool:
     """Whether an index entry is a support view: its ``argus_view`` names a remedy kind.
 
-    An entry without lineage (an original indexed before argus) or with ``argus_view =
-    "original"`` is an original, whatever id the store gave it.
+    An entry with ``argus_view = "original"``, or without lineage (an original indexed before
+    argus), is an original whatever id the store gave it. One whose ``argus_source_id`` names
+    another entry but has no ``argus_view`` (lineage written by hand) is a view when its id,
+    ``hit_id``, is given.
     """
-    kind = (metadata or {}).get(VIEW_KEY)
-    return kind is not None and kind != "original"  # argus_ir.remedy.ORIGINAL
+    meta = metadata or {}
+    kind = meta.get(VIEW_KEY)
+    if kind is not None:
+        return kind != "original"  # argus_ir.remedy.ORIGINAL
+    source = meta.get(SOURCE_KEY)
+    return hit_id is not None and source is not None and source != "" and str(source) != hit_id
 
 
 def fold_hits(
@@ -222,7 +228,7 @@ def fold_hits(
     """
     items = list(hits)
     sources = [source_id_of(id_of(hit), metadata_of(hit)) for hit in items]
-    views = [is_view_entry(metadata_of(hit)) for hit in items]
+    views = [is_view_entry(metadata_of(hit), id_of(hit)) for hit in items]
     groups: dict[str, list[tuple[int, T]]] = {}
     for pos, (hit, src) in enumerate(zip(items, sources)):
         groups.setdefault(src, []).append((pos, hit))

@@ -21,6 +21,7 @@ an uninterrupted run's, byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -296,20 +297,20 @@ def _documents(corpus: str | os.PathLike[str]) -> Iterator[Document]:
         yield doc
 
 
-def _bare_view_ids(corpus: str | os.PathLike[str]) -> set[str]:
-    """Ids of the form of an argus view id on records without argus lineage: an earlier run's
-    views whose metadata was dropped (or a user's own UUIDv5 ids). A new view never takes one.
+_TAKEN = (
+    "view {} not written: a record of the corpus already has this id and no argus lineage "
+    "(an earlier run's view whose metadata was dropped?)"
+)
 
-    Read up to the first bad record, if any: the run itself stops there, and reads it all again
-    when it resumes after the fix.
-    """
+
+def _bare_view_ids(corpus: str | os.PathLike[str]) -> set[str]:
+    """Ids of the form of a view id on records without lineage (an earlier run's views whose
+    metadata was dropped, or a user's own UUIDv5 ids): a new view never takes one. Read up to the
+    first bad record: the run stops there, and reads it all when it resumes after the fix."""
     taken: set[str] = set()
-    try:
-        for doc in iter_corpus(corpus):
-            if VIEW_UUID.fullmatch(doc.id) and VIEW_KEY not in doc.metadata:
-                taken.add(doc.id)
-    except ArgusInputError:
-        pass  # reported, by file and line, when the run reaches the record
+    with contextlib.suppress(ArgusInputError):  # reported by file and line when the run reaches it
+        docs = iter_corpus(corpus)
+        taken.update(d.id for d in docs if VIEW_UUID.fullmatch(d.id) and VIEW_KEY not in d.metadata)
     return taken
 
 
@@ -428,14 +429,11 @@ def _write_batches(
         )
         for batch in batches:
             for doc, diagnosis, views in batch:
-                written = 0
-                for view in views:
-                    if view.id != doc.id and view.id in taken:
-                        stats.failures.append((doc.id, _taken_message(view.id)))
-                        continue
+                kept = [v for v in views if v.id == doc.id or v.id not in taken]
+                stats.failures += [(doc.id, _TAKEN.format(v.id)) for v in views if v not in kept]
+                for view in kept:
                     _write(fh, json_line(view_record(doc, view)))
-                    written += 1
-                _write(rows_fh, json.dumps(_doc_row(diagnosis, written - 1)) + "\n")
+                _write(rows_fh, json.dumps(_doc_row(diagnosis, len(kept) - 1)) + "\n")
                 digest = _chain(digest, doc)
             done += len(batch)
             state.update(
@@ -447,13 +445,6 @@ def _write_batches(
             )
             with atomic_path(ckpt_file) as tmp, naming_file(ckpt_file):
                 tmp.write_text(json_text(state), "utf-8")
-
-
-def _taken_message(vid: str) -> str:
-    return (
-        f"view {vid} not written: a record of the corpus already has this id and no argus lineage "
-        "(an earlier run's view whose metadata was dropped?)"
-    )
 
 
 def _write(fh: IO[str], text: str) -> None:

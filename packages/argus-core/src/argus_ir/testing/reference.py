@@ -42,7 +42,7 @@ def cosine_reference(
     keys, real, source_of = [], {}, {}
     for entry_id, meta in zip(ids, metadatas, strict=True):
         source = str((meta or {}).get(SOURCE_KEY) or entry_id)
-        key = entry_id if is_view_entry(meta) else source
+        key = entry_id if is_view_entry(meta, entry_id) else source
         keys.append(key)
         real[key] = entry_id
         source_of[key] = source
