@@ -193,6 +193,7 @@ BENCHMARKS = {
     "scale": "scale_bench.py",
     "kb": "kb_bench.py",
     "kb-scale": "kb_scale.py",
+    "trex-lookups": "trex_lookups.py",
 }
 
 
