@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -203,11 +203,8 @@ class ArgusRetriever(BaseRetriever):
             )
         folded = collapse_documents(hits, how=self.how, view_discount=self._discount())
         out: list[Document] = []
-        dropped = start = 0
-        while len(out) < k and start < len(folded):  # the next sources replace dropped ones
-            batch = folded[start : start + k - len(out)]
-            start += len(batch)
-            missing = [f.source_id for f in batch if f.original is None]
+        dropped = 0
+        for batch, missing in _slices(folded, k, out):  # the next sources replace dropped ones
             dropped += _take(batch, self._fetch(missing) if missing else {}, out)
         _log_dropped(dropped)
         return out
@@ -227,11 +224,8 @@ class ArgusRetriever(BaseRetriever):
             )
         folded = collapse_documents(hits, how=self.how, view_discount=self._discount())
         out: list[Document] = []
-        dropped = start = 0
-        while len(out) < k and start < len(folded):  # the next sources replace dropped ones
-            batch = folded[start : start + k - len(out)]
-            start += len(batch)
-            missing = [f.source_id for f in batch if f.original is None]
+        dropped = 0
+        for batch, missing in _slices(folded, k, out):  # the next sources replace dropped ones
             dropped += _take(batch, await self._afetch(missing) if missing else {}, out)
         _log_dropped(dropped)
         return out
@@ -288,6 +282,18 @@ def _originals(docs: Sequence[Document]) -> dict[str, Document]:
             if source:
                 out.setdefault(source, doc)
     return out
+
+
+def _slices(
+    folded: list[SourceHits[Document]], k: int, out: list[Document]
+) -> Iterator[tuple[list[SourceHits[Document]], list[str]]]:
+    """The ranked sources in slices just large enough to fill ``out`` up to ``k``, each with the
+    sources whose original must be fetched."""
+    start = 0
+    while len(out) < k and start < len(folded):
+        batch = folded[start : start + k - len(out)]
+        start += len(batch)
+        yield batch, [f.source_id for f in batch if f.original is None]
 
 
 def _take(
