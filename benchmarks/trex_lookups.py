@@ -46,7 +46,7 @@ RELATIONS = {
     "P740": "formation place",
 }
 TEMPLATE = "We met at {subject} last spring."
-MATCH_KINDS = ("title", "gazetteer", "bm25")
+MATCH_KINDS = ("title", "alias", "gazetteer", "place-in-name", "checked-bm25", "bm25", "llm")
 
 
 def _facts(shared: Path, relation: str, limit: int | None, seed: int) -> list[dict[str, str]]:
@@ -74,6 +74,22 @@ class _Asker:
 
         self.kb = match_titles(resolve_kb(kb), kb_match)
         self.mentions = SpacyMentions(ner_model)
+        self.gazetteer: Any = None
+
+    def country_of(self, name: str) -> str | None:
+        """The country a place name is in (its most populous sense in GeoNames; a country is
+        its own), or ``None`` when GeoNames has no such name."""
+        from argus_ir.kb.places import Gazetteer
+        from argus_ir.text.grounding import normalize
+
+        if self.gazetteer is None:
+            self.gazetteer = Gazetteer()
+        places = self.gazetteer._load().get(normalize(name))
+        if not places:
+            return None
+        best = max(places, key=lambda p: (p.kind != "city", p.population))
+        country = self.gazetteer._countries.get(best.country, {}).get("name")
+        return str(country) if country else None
 
     def tag(self, sentences: list[str], spans: list[tuple[int, int]]) -> list[Any]:
         """Per sentence, the mention spaCy finds over the subject (most overlap), or ``None``."""
@@ -87,9 +103,8 @@ class _Asker:
         """What a descriptor view would insert after the subject, and how its passage was found."""
         from argus_ir.diagnose import EntityRisk
         from argus_ir.kb import DEFAULT_K_AUG, ask
-        from argus_ir.kb.places import ID_PREFIX
+        from argus_ir.kb.composite import match_kind
         from argus_ir.remedy.texts import descriptor_text
-        from argus_ir.text.grounding import normalize
         from argus_ir.text.mentions import Mention
 
         label = None if mention is None else mention.label
@@ -105,32 +120,58 @@ class _Asker:
         inserted = view[end : end + len(view) - len(sentence)]
         source_of = getattr(self.kb, "source_of", None)
         source = source_of(passage.id) if source_of is not None else None
-        if source == "places" or passage.id.startswith(ID_PREFIX):
-            match = "gazetteer"
-        elif normalize(passage.title) == normalize(subject):
-            match = "title"
-        else:
-            match = "bm25"
         return {
             "described": bool(inserted),
             "description": inserted[2:-1] if inserted else "",
             "passage_id": passage.id,
             "passage_title": passage.title,
             "source": source,
-            "match": match,
+            "match": match_kind(self.kb, subject, passage),
         }
 
 
-def _score_row(row: dict[str, Any]) -> None:
-    """Mark a described fact right when its description or passage title names the object."""
+LABELS = HERE / "labels" / "trex-labels.jsonl"
+"""Hand labels of answers the place check cannot judge: a passage known by the subject's own name
+("Nintendo: Japanese video game company" names no place, and is right). One line per answer:
+``{"uuid", "relation", "subject", "passage_id", "same"}``, ``same`` saying whether the passage is
+about the subject."""
+
+
+def _labels() -> dict[tuple[str, str], bool]:
+    if not LABELS.is_file():
+        return {}
+    out = {}
+    for line in LABELS.read_text("utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out[(rec["uuid"], rec["passage_id"])] = bool(rec["same"])
+    return out
+
+
+def _score_row(row: dict[str, Any], labels: dict[tuple[str, str], bool] | None = None) -> None:
+    """Mark a described fact right when its description or passage title names the object or
+    the object's country (``object_country``: "Cardiff" is in the United Kingdom), or, where the
+    answer is hand-labelled (:data:`LABELS`), when the label says it is about the subject."""
     row["name_holds_object"] = _names(row["subject"], row["object"])
     if not row["described"]:
         row["right"], row["right_in"] = False, None
         return
     obj = row["object"]
-    in_description = _names(row["description"], obj)
-    row["right"] = in_description or _names(row["passage_title"], obj)
+    country = row.get("object_country")
+    row["right_country"] = bool(country) and (
+        _names(row["description"], country) or _names(row["passage_title"], country)
+    )
+    row["right_place"] = _names(row["description"], obj) or _names(row["passage_title"], obj)
+    in_description = _names(row["description"], obj) or (
+        bool(country) and _names(row["description"], country)
+    )
+    row["right"] = row["right_place"] or row["right_country"]
     row["right_in"] = "description" if in_description else "title" if row["right"] else None
+    label = (labels or {}).get((row["uuid"], row["passage_id"]))
+    row["judged_by"] = "place" if label is None else "hand label"
+    if label is not None:  # about the subject: the whole description is right (or wrong)
+        row["right"] = label
+        row["right_in"] = "description" if label else None
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -175,6 +216,7 @@ def _run_relation(asker: _Asker, facts: list[dict[str, str]], template: str) -> 
         sentences.append(template.format(subject=fact["sub_label"]))
         spans.append((start, start + len(fact["sub_label"])))
     tags = asker.tag(sentences, spans)
+    labels = _labels()
     rows = []
     for fact, sentence, (start, _), mention in zip(facts, sentences, spans, tags):
         row = {
@@ -183,9 +225,10 @@ def _run_relation(asker: _Asker, facts: list[dict[str, str]], template: str) -> 
             "object": fact["obj_label"],
             "ner_label": None if mention is None else mention.label,
             "ner_span": None if mention is None else mention.text,
+            "object_country": asker.country_of(fact["obj_label"]),
         }
         row.update(asker.describe(sentence, start, fact["sub_label"], mention))
-        _score_row(row)
+        _score_row(row, labels)
         rows.append(row)
     return rows
 

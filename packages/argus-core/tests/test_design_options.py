@@ -309,6 +309,8 @@ def test_cli_explain_writes_the_moves_of_each_query(tmp_path):
         [
             *("-q", "evaluate", str(root), "--out", str(out), "--remedy", "original,expansion"),
             *("--explain", "--variant", "expansion max_views=1", "--tau", "0.99"),
+            # the scenario's passages are word matches, which the default no longer inserts
+            *("--kb-match", "bm25"),
         ]
     )
     assert code == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -283,6 +284,48 @@ def test_summarize_three_queries_by_hand():
     ]
     assert (s["k"], s["metric"]) == (2, "nDCG@2")
     json.dumps(s)
+
+
+def test_view_moves_are_counted_by_the_match_kind_of_their_passage():
+    """By hand: q1's and q3's Obama views were matched by title, q2's Ebola view by alias, q3's
+    Jaguar view by BM25 (a wrong sense); a view written before argus_kb_match is "unknown"."""
+    kinds = {"x#v": "title", "d3#v": "alias", "y#v": "title", "z#v": "bm25"}
+
+    def tagged(ex: QueryExplanation) -> QueryExplanation:
+        moved = tuple(
+            m
+            if m.entry is None or not m.entry.is_view
+            else replace(m, entry=replace(m.entry, kb_match=kinds[m.entry.entry_id]))
+            for m in ex.moved
+        )
+        return replace(ex, moved=moved)
+
+    s = summarize([tagged(ex) for ex in three_queries()])
+    assert s["view_moves_by_match"] == {
+        "title": {
+            "moves": 2,
+            "view lifts relevant": 0,
+            "view lifts unrelated": 2,
+            "wrong-sense passage": 0,
+        },
+        "alias": {
+            "moves": 1,
+            "view lifts relevant": 1,
+            "view lifts unrelated": 0,
+            "wrong-sense passage": 0,
+        },
+        "bm25": {
+            "moves": 1,
+            "view lifts relevant": 0,
+            "view lifts unrelated": 1,
+            "wrong-sense passage": 1,
+        },
+    }
+    assert set(summarize(three_queries())["view_moves_by_match"]) == {"unknown"}
+    text = explain_markdown([], s)
+    assert "| title | 2 | 0 | 2 | 0 |" in text and "| bm25 | 1 | 0 | 1 | 1 |" in text
+    meta = {"argus_source_id": "d", "argus_view": "descriptor", "argus_kb_match": "gazetteer|title"}
+    assert EntryInfo.from_metadata("v", meta).match == "gazetteer"
 
 
 def test_summarize_tolerance_and_unscored():

@@ -242,7 +242,7 @@ def test_settings_card_names_kb_and_match():
 
     wiki = Argus(kb="wikipedia").settings_card()
     both = Argus(kb="wikipedia+places", kb_match="title").settings_card()
-    assert wiki["kb_match"] == "bm25" and both["kb_match"] == "title"
+    assert wiki["kb_match"] == "checked" and both["kb_match"] == "title"
     assert both["kb"].startswith(wiki["kb"] + "+geonames500-")
     with pytest.raises(ValueError, match="kb_match"):
         Argus(kb_match="exact")
@@ -258,8 +258,13 @@ def test_views_carry_the_place_description_end_to_end(minilm):
         argus = Argus(kb=kb, remedy="descriptor", tau=1.0)
         out = list(argus.augment(doc))
         assert out[0].text == doc[0][1]  # the original first, unchanged
-        views[kb] = out[1].text
+        views[kb] = out[1].text if len(out) > 1 else ""  # the leads alone know neither town
+        meta = out[1].metadata if len(out) > 1 else {}
     assert "Bled (town in Slovenia)" in views["wikipedia+places"]
+    # each passage says how it was matched, in the order of argus_kb_id
+    kinds = meta["argus_kb_match"].split("|")
+    assert len(kinds) == len(meta["argus_kb_id"].split("|")) >= 2
+    assert set(kinds) == {"gazetteer"}
     assert "Springfield (city in Illinois, United States)" in views["wikipedia+places"]
     assert "town in Slovenia" not in views["wikipedia"]
 

@@ -15,6 +15,7 @@ __all__ = [
     "FALLBACK_KEY",
     "KB_GENERATED_KEY",
     "KB_ID_KEY",
+    "KB_MATCH_KEY",
     "LLM_KEY",
     "PROMPT_KEY",
     "RPS_KEY",
@@ -33,6 +34,10 @@ ENTITY_KEY = "argus_entity"
 """The flagged entities a view is about (surface forms, ``|``-joined)."""
 KB_ID_KEY = "argus_kb_id"
 """The ids of the KB passages a view drew on (``|``-joined)."""
+KB_MATCH_KEY = "argus_kb_match"
+"""How each passage of :data:`KB_ID_KEY` was matched to its entity (``|``-joined, in the same
+order): ``title``, ``alias``, ``gazetteer``, ``place-in-name``, ``checked-bm25``, ``bm25`` or ``llm``
+(:data:`argus_ir.kb.composite.MATCH_KINDS`)."""
 RPS_KEY = "argus_rps"
 """The lowest predicted RPS among the view's entities."""
 KB_GENERATED_KEY = "argus_kb_generated"
@@ -50,6 +55,7 @@ ARGUS_KEYS = (
     VIEW_NAME_KEY,
     ENTITY_KEY,
     KB_ID_KEY,
+    KB_MATCH_KEY,
     RPS_KEY,
     KB_GENERATED_KEY,
     PROMPT_KEY,

@@ -81,9 +81,12 @@ class Argus:
             and genes by exact name, the ``biomed`` extra), a saved KB folder, a passages file (JSONL/Parquet/CSV) or a KB
             object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.kb.composite.CompositeKB`, ...).
             Default: :data:`~argus_ir.kb.shipped.DEFAULT_KB`.
-        kb_match: ``"bm25"`` (the paper's: a passage titled with the mention first, then BM25
-            matches of its words) or ``"title"`` (one passage, the one known by the mention's exact
-            name). Default: :data:`~argus_ir.kb.shipped.DEFAULT_KB_MATCH`.
+        kb_match: ``"checked"`` (only answers about the mentioned entity: its title or alias, a
+            place of that name, the place in a venue's name, a BM25 answer titled with its name;
+            never a namesake of a given name nor a village for an acronym), ``"bm25"`` (the
+            paper's: a passage titled with the mention first, then BM25 matches of its words) or
+            ``"title"`` (one passage, the one known by the mention's exact name). Default:
+            :data:`~argus_ir.kb.shipped.DEFAULT_KB_MATCH`.
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no

@@ -241,9 +241,11 @@ def remedy_options(p: argparse.ArgumentParser) -> None:
         "--kb-match",
         choices=KB_MATCHES,
         default=DEFAULT_KB_MATCH,
-        help="how a mention finds KB passages: 'bm25' (a passage titled with it first, then BM25 "
-        "matches of its words, the paper's) or 'title' (one passage, the one known by its exact "
-        f"name) (default: {DEFAULT_KB_MATCH})",
+        help="how a mention finds KB passages: 'checked' (only answers about it: its title or "
+        "alias, a place of that name, the place in a venue's name; never a namesake of a given "
+        "name), 'bm25' (a passage titled with it first, then BM25 matches of its words, the "
+        "paper's) or 'title' (one passage, the one known by its exact name) "
+        f"(default: {DEFAULT_KB_MATCH})",
     )
     p.add_argument(
         "--context-threshold",

@@ -337,7 +337,11 @@ def summarize(
         ``"view lifts unrelated"`` moves, the distinct KB passages (by id) and entities
         (normalised) behind them, how many carry ``"query names the passage"`` and their share
         (``None`` when there are none), and the ``top`` most frequent passage titles as
-        ``{"title", "moves"}``, most first, ties by title; and ``k``, ``metric`` and
+        ``{"title", "moves"}``, most first, ties by title; ``view_moves_by_match``: the moves
+        scored by a view per match kind of its first passage (:attr:`EntryInfo.match`), each
+        with its lifts of relevant and unrelated sources and its ``"wrong-sense passage"``
+        flags (a place found inside a venue's name trips that flag by design: its title is the
+        place, not the venue); and ``k``, ``metric`` and
         ``tolerance`` (``k`` and ``metric`` ``None`` unless every query shares them).
 
     Raises:
@@ -358,12 +362,22 @@ def summarize(
     mechanisms = {name: dict.fromkeys(columns, 0) for name in MECHANISMS}
     flags = {name: dict.fromkeys(columns, 0) for name in FLAGS}
     lifts: list[MovedSource] = []
+    by_match: dict[str, dict[str, int]] = {}
     for ex in items:
         outcome = ex.outcome(tolerance)
         outcomes[outcome] += 1
         if not ex.moved:
             silent[outcome] += 1
         for m in ex.moved:
+            if m.entry is not None and m.entry.is_view:
+                row = by_match.setdefault(
+                    m.entry.match,
+                    {"moves": 0, LIFTS_RELEVANT: 0, LIFTS_UNRELATED: 0, WRONG_SENSE: 0},
+                )
+                row["moves"] += 1
+                row[LIFTS_RELEVANT] += m.mechanism == LIFTS_RELEVANT
+                row[LIFTS_UNRELATED] += m.mechanism == LIFTS_UNRELATED
+                row[WRONG_SENSE] += WRONG_SENSE in m.flags
             for name, table in ((m.mechanism, mechanisms), *((f, flags) for f in m.flags)):
                 row = table.setdefault(name, dict.fromkeys(columns, 0))
                 row[outcome] += 1
@@ -393,6 +407,7 @@ def summarize(
         "moves": sum(len(ex.moved) for ex in items),
         "mechanisms": mechanisms,
         "flags": flags,
+        "view_moves_by_match": dict(sorted(by_match.items(), key=lambda kv: -kv[1]["moves"])),
         "unrelated_lifts": {
             "moves": len(lifts),
             "passages": len(passages),

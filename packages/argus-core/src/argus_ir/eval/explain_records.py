@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.lineage import ENTITY_KEY, KB_ID_KEY, SOURCE_KEY, VIEW_KEY
+from argus_ir.lineage import ENTITY_KEY, KB_ID_KEY, KB_MATCH_KEY, SOURCE_KEY, VIEW_KEY
 from argus_ir.remedy import ORIGINAL
 
 __all__ = [
@@ -114,6 +114,7 @@ class EntryInfo:
     passage_title: str = ""
     passage_excerpt: str = ""
     hidden: bool = False
+    kb_match: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in ENTRY_KINDS:
@@ -141,6 +142,13 @@ class EntryInfo:
         """The entity surface forms, one each."""
         return tuple(s for s in self.entity.split("|") if s.strip())
 
+    @property
+    def match(self) -> str:
+        """How the view's first passage was matched to its entity (``argus_kb_match``, see
+        :data:`argus_ir.kb.composite.MATCH_KINDS`), ``"unknown"`` for a view written before
+        views said so."""
+        return self.kb_match.split("|")[0] or "unknown"
+
     @classmethod
     def from_metadata(
         cls,
@@ -155,7 +163,8 @@ class EntryInfo:
         Args:
             entry_id: The entry's id.
             metadata: Its metadata (``argus_source_id``, ``argus_view``, ``argus_entity``,
-                ``argus_kb_id``); ``None`` or no ``argus_view`` reads as an original.
+                ``argus_kb_id``, ``argus_kb_match``); ``None`` or no ``argus_view`` reads as an
+                original.
             passages: KB passage id -> passage (anything with ``title`` and ``text``, such as
                 :class:`~argus_ir.kb.Passage`), as a mapping or a function returning ``None``
                 for an unknown id, for the title and excerpt of the first passage.
@@ -191,6 +200,7 @@ class EntryInfo:
             title,
             excerpt,
             hidden,
+            str(meta.get(KB_MATCH_KEY) or ""),
         )
 
 

@@ -65,6 +65,19 @@ def explain_markdown(
             for name, row in rows
         ]
         lines.append("")
+    by_match = summary.get("view_moves_by_match") or {}
+    if by_match:
+        lines += [
+            "| match kind of the view's passage | moves scored by a view | lifts relevant "
+            "| lifts unrelated | wrong-sense flag |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {_md(kind)} | {row['moves']} | {row['view lifts relevant']} "
+            f"| {row['view lifts unrelated']} | {row['wrong-sense passage']} |"
+            for kind, row in by_match.items()
+        ]
+        lines.append("")
     lifts = summary["unrelated_lifts"]
     if lifts["moves"]:
         share = lifts["query_names_passage_share"]

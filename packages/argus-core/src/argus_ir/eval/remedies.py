@@ -28,7 +28,7 @@ from argus_ir.eval.search import (
     embed_texts,
 )
 from argus_ir.eval.significance import paired_test, rps_of_gold
-from argus_ir.lineage import ENTITY_KEY, KB_ID_KEY, VIEW_KEY
+from argus_ir.lineage import ENTITY_KEY, KB_ID_KEY, KB_MATCH_KEY, VIEW_KEY
 from argus_ir.remedy import ORIGINAL
 
 __all__ = ["evaluate", "explain_result"]
@@ -281,6 +281,7 @@ def _entry_info(view: Any, kb: Any, full: set[str] | None) -> Any:
         passage_title="" if passage is None else passage.title,
         passage_excerpt="" if passage is None else passage.text[:200],
         hidden=bool(full and view.source_id in full),
+        kb_match=str(view.metadata.get(KB_MATCH_KEY, "")),
     )
 
 

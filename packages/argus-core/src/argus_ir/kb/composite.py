@@ -14,9 +14,24 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
+from argus_ir.kb.forms import (
+    is_acronym,
+    is_person_passage,
+    label_agrees,
+    namesake_prone,
+    same_name,
+)
+from argus_ir.kb.places import written_as_person, written_as_place
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage, ReferenceKB, ask
+from argus_ir.text.grounding import normalize
 
-__all__ = ["CompositeKB"]
+__all__ = ["CHECK_DEPTH", "MATCH_KINDS", "CompositeKB", "match_kind"]
+
+CHECK_DEPTH = 5
+"""How many BM25 answers ``match="checked"`` reads for one whose title names the mention."""
+MATCH_KINDS = ("title", "alias", "gazetteer", "place-in-name", "checked-bm25", "bm25", "llm")
+"""How a view's passage was matched to its mention (lineage ``argus_kb_match``,
+:func:`match_kind`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -30,19 +45,23 @@ class CompositeKB:
         routes: ``NER label -> source names`` in the order to ask them.
         fallback: The route of every label not in ``routes`` (default: the first source alone).
         fuzzy: Whether a form no source knows exactly may get the BM25 KB's word matches
-            (``False``: only exact names answer; see :data:`KB_MATCHES`).
+            (``False``: only exact names answer; see :data:`KB_MATCHES`). Ignored when
+            ``match`` is given.
         cues: ``source name -> test(surface, label, context)``: a source a label's route
             leaves out is still asked, after the route's exact names, when its test says the
             text uses the mention as that source's kind (the shipped KB: :func:`cued_place` for
             the gazetteer).
         last: Sources asked for every label after the route's and the cues' exact names, before
             any word match (:func:`argus_ir.kb.llm.with_llm_knowledge`: the LLM).
+        match: ``"bm25"`` (``fuzzy=True``), ``"title"`` (``fuzzy=False``) or ``"checked"``: only
+            answers about the mentioned entity (see :meth:`lookup`).
 
     A lookup walks the route twice: first for a source that knows the form exactly (a passage
     titled with it, a place of that name; then a cued source) and answers from it (without
     ``fuzzy``: with that one passage alone); else (with ``fuzzy``) it takes the first source
     on the route whose own lookup returns anything (the BM25 KB's word matches). A route of one
     source and no cue is that source's lookup, unchanged. ``hits`` counts the answers per source.
+    ``match="checked"`` answers only what it can vouch for (:meth:`lookup`).
     """
 
     def __init__(
@@ -54,7 +73,14 @@ class CompositeKB:
         fuzzy: bool = True,
         cues: Mapping[str, Callable[[str, str | None, str | None], bool]] | None = None,
         last: Sequence[str] = (),
+        match: str | None = None,
     ) -> None:
+        if match is None:
+            match = "bm25" if fuzzy else "title"
+        if match not in ("bm25", "title", "checked"):
+            raise ArgusInputError(f"match must be 'bm25', 'title' or 'checked', got {match!r}")
+        fuzzy = match == "bm25"
+        self.match = match
         if not sources:
             raise ArgusInputError("a composite KB needs at least one source")
         self.sources = dict(sources)
@@ -81,6 +107,8 @@ class CompositeKB:
             "fallback": list(self.fallback),
             "fuzzy": fuzzy,
         }
+        if match == "checked":  # the cards of the other two keep their fingerprints
+            card["match"] = match
         if self.cues:  # the card of a composite without cues keeps its fingerprint
             card["cues"] = {
                 n: getattr(c, "__name__", repr(c)) for n, c in sorted(self.cues.items())
@@ -129,6 +157,8 @@ class CompositeKB:
             and cue(surface, label, context)
         )
         last = tuple(n for n in self.last if n not in route and n not in cued)
+        if self.match == "checked":
+            return self._checked(surface, k, label, context, route + cued, last)
         for exact in (True, False) if self.fuzzy else (True,):
             for name in route + cued + last if exact else route:
                 source = self.sources[name]
@@ -141,9 +171,125 @@ class CompositeKB:
                     return hits if self.fuzzy else hits[:1]
         return []
 
+    def _checked(
+        self,
+        surface: str,
+        k: int,
+        label: str | None,
+        context: str | None,
+        route: tuple[str, ...],
+        last: tuple[str, ...],
+    ) -> list[tuple[Passage, float]]:
+        """``match="checked"``: an answer only where it is about the mentioned entity.
+
+        1. A source that knows the form exactly (a passage titled with it, a place of that name,
+           an alias; a mention over a title line and the text by either line), when the passage
+           agrees with the mention (:meth:`_vouched`); a single given name is never handed to the
+           LLM (``last``) nor described in any other way;
+        2. else a place inside or right after a venue's name (a source's ``within``: the
+           gazetteer's :meth:`~argus_ir.kb.places.Gazetteer.within`);
+        3. else the BM25 answers among the first :data:`CHECK_DEPTH` whose title is the
+           mention's name (:func:`~argus_ir.kb.forms.same_name`);
+        4. else nothing.
+        """
+        namesake = namesake_prone(surface)
+        # a mention spanning a title line and the text ("Raphael\nRaffaello Sanzio") by its lines
+        forms = [surface, *(line.strip() for line in surface.splitlines() if line.strip())]
+        for form in dict.fromkeys(forms) if "\n" in surface else (surface,):
+            for name in route + (() if namesake else last):
+                source = self.sources[name]
+                if not _knows(source, form):
+                    continue
+                hits = ask(source, form, k, label=label, context=context)[:1]
+                if hits and isinstance(source, ReferenceKB):
+                    hits = [h for h in hits if self._vouched(h[0], form, label, context, namesake)]
+                if hits:
+                    self.hits[name] += 1
+                    return hits
+        if namesake:
+            return []
+        for name, source in self.sources.items():
+            within = getattr(source, "within", None)
+            hits = within(surface, context, label=label) if within is not None else []
+            if hits:
+                self.hits[name] += 1
+                return hits[:1]
+        for name in route:
+            source = self.sources[name]
+            if not isinstance(source, ReferenceKB):
+                continue
+            hits = ask(source, surface, max(k, CHECK_DEPTH), label=label, context=context)
+            hits = [
+                h
+                for h in hits
+                if same_name(surface, h[0].title)
+                and self._vouched(h[0], surface, label, context, namesake)
+            ]
+            if hits:
+                self.hits[name] += 1
+                return hits[:k]
+        return []
+
+    @staticmethod
+    def _vouched(
+        passage: Passage, form: str, label: str | None, context: str | None, namesake: bool
+    ) -> bool:
+        """Whether a passage known by the mention's name may describe it: its kind agrees with
+        the label (:func:`~argus_ir.kb.forms.label_agrees`); an acronym ("ART") is not a word's
+        title ("Art"); a single given name takes a person only when tagged ``PERSON``, and
+        anything else only when written as a place ("in Sofia") or tagged as one and not written
+        as a person ("The train to Paris", not "with Sofia": :func:`written_as_person`)."""
+        if not label_agrees(label, passage.description):
+            return False
+        if (
+            is_acronym(form)
+            and not is_acronym(passage.title)
+            and normalize(form) == normalize(passage.title)
+        ):
+            return False
+        if namesake:
+            if label == "PERSON":
+                return is_person_passage(passage.description)
+            if is_person_passage(passage.description):
+                return False
+            if written_as_place(form, context):
+                return True
+            return label in ("GPE", "LOC") and not written_as_person(form, context)
+        return True
+
+
+def match_kind(kb: Any, surface: str, passage: Passage) -> str:
+    """How ``passage`` was matched to the mention ``surface`` (:data:`MATCH_KINDS`): by its
+    exact ``"title"``; an ``"alias"`` (an exact name of a source that is not the title, such as
+    an HPO synonym); a ``"gazetteer"`` place of that name; a ``"place-in-name"`` (a venue
+    described by its place); an ``"llm"``'s line; a BM25 answer whose title is the mention's
+    name (``"checked-bm25"``) or any other BM25 answer (``"bm25"``)."""
+    from argus_ir.kb.places import ID_PREFIX, INSIDE_SUFFIX
+    from argus_ir.remedy.view import GENERATED_PREFIX
+
+    if passage.id.startswith(GENERATED_PREFIX):
+        return "llm"
+    if passage.id.startswith(ID_PREFIX):
+        return "place-in-name" if passage.id.endswith(INSIDE_SUFFIX) else "gazetteer"
+    if normalize(passage.title) == normalize(surface):
+        return "title"
+    sources = getattr(kb, "sources", None)
+    for source in sources.values() if isinstance(sources, Mapping) else (kb,):
+        if isinstance(source, ReferenceKB):
+            aliased = source.aliased(surface)
+            if aliased is not None and aliased.id == passage.id:
+                return "alias"
+    if same_name(surface, passage.title):
+        return "checked-bm25"
+    if isinstance(sources, Mapping):
+        for source in sources.values():
+            if not isinstance(source, ReferenceKB) and source.passage(passage.id) is not None:
+                return "alias" if _knows(source, surface) else "bm25"
+    return "bm25"
+
 
 def _knows(source: Any, surface: str) -> bool:
     if isinstance(source, ReferenceKB):
-        return source.titled(surface) is not None
+        return source.known(surface) is not None
     knows = getattr(source, "knows", None)
     return bool(knows(surface)) if knows is not None else False

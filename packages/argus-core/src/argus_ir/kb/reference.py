@@ -49,6 +49,10 @@ DEFAULT_K_AUG = 2
 LOOKUP_CACHE_SIZE = 100_000
 SHIPPED_LEADS = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
 """The shipped Wikipedia lead paragraphs (package data; CC BY-SA 4.0, ``data/KB_LICENSE.md``)."""
+SHIPPED_ALIASES = resources.files("argus_ir") / "data" / "kb_aliases.json.gz"
+"""Other names of the shipped passages: 69,618 Wikipedia redirects ("einstein" → Albert Einstein,
+"macroalgae" → Seaweed; ``scripts/build_kb_aliases.py``, ``data/KB_LICENSE.md``)."""
+_ALIASES = "aliases.json"
 """Surface-form lookups a :class:`ReferenceKB` remembers (least recently used forgotten first)."""
 FORMAT_VERSION = 1
 CARD_FILE = "kb.json"
@@ -117,6 +121,16 @@ class KnowledgeBase(Protocol):
     ) -> list[tuple[Passage, float]]: ...
 
 
+@functools.cache
+def shipped_aliases() -> tuple[list[tuple[str, str]], str]:
+    """The shipped aliases (:data:`SHIPPED_ALIASES`) and the first 8 hex digits of their file's
+    SHA-256 (part of the shipped KB's fingerprint)."""
+    raw = SHIPPED_ALIASES.read_bytes()
+    payload = json.loads(gzip.decompress(raw))
+    pairs = [(str(a), str(t)) for a, t in payload["aliases"]]
+    return pairs, hashlib.sha256(raw).hexdigest()[:8]
+
+
 def read_card(src: Path) -> dict[str, Any]:
     """The ``kb.json`` card of a KB folder (either kind), checked for a passage count and a
     fingerprint.
@@ -176,7 +190,13 @@ class ReferenceKB:
     Build with :meth:`from_passages`, :meth:`from_file` or :meth:`default`; reload with :meth:`load`.
     """
 
-    def __init__(self, passages: list[Passage], index: Any, fingerprint: str) -> None:
+    def __init__(
+        self,
+        passages: list[Passage],
+        index: Any,
+        fingerprint: str,
+        aliases: Iterable[tuple[str, str]] = (),
+    ) -> None:
         self.passages = passages
         self.index = index
         self.fingerprint = fingerprint
@@ -185,6 +205,13 @@ class ReferenceKB:
         self._by_title: dict[str, int] = {}
         for i, p in enumerate(passages):
             self._by_title.setdefault(normalize(p.title), i)
+        self.aliases = sorted(aliases)
+        """``(alias, title)`` pairs: a mention written as the alias is known by that passage."""
+        self._by_alias: dict[str, int] = {}
+        for alias, title in self.aliases:
+            known = self._by_title.get(normalize(title))
+            if known is not None:
+                self._by_alias.setdefault(normalize(alias), known)
 
     def __len__(self) -> int:
         return len(self.passages)
@@ -265,13 +292,16 @@ class ReferenceKB:
 
     @classmethod
     def default(cls, *, show_progress: bool = False) -> ReferenceKB:
-        """The shipped KB: 10,033 Wikipedia lead paragraphs with Wikidata descriptions."""
+        """The shipped KB: 10,033 Wikipedia lead paragraphs with Wikidata descriptions, known
+        also by 69,618 Wikipedia redirects (:data:`SHIPPED_ALIASES`)."""
         with SHIPPED_LEADS.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
-        return cls.from_passages(
+        kb = cls.from_passages(
             (Passage(r["title"], r["title"], r["text"], r["description"]) for r in rows),
             show_progress=show_progress,
         )
+        aliases, digest = shipped_aliases()
+        return cls(kb.passages, kb.index, f"{kb.fingerprint}+aliases:{digest}", aliases)
 
     # -- lookup -----------------------------------------------------------------------------------
 
@@ -279,6 +309,17 @@ class ReferenceKB:
         """The passage titled with the surface form itself (case- and whitespace-normalised)."""
         i = self._by_title.get(normalize(surface))
         return None if i is None else self.passages[i]
+
+    def aliased(self, surface: str) -> Passage | None:
+        """The passage one of whose :attr:`aliases` is the surface form (normalised as titles
+        are), when none is titled with it."""
+        key = normalize(surface)
+        i = None if key in self._by_title else self._by_alias.get(key)
+        return None if i is None else self.passages[i]
+
+    def known(self, surface: str) -> Passage | None:
+        """The passage known by the surface form: titled with it, else with it as an alias."""
+        return self.titled(surface) or self.aliased(surface)
 
     def lookup(
         self,
@@ -290,8 +331,8 @@ class ReferenceKB:
     ) -> list[tuple[Passage, float]]:
         """The top-``k`` passages for a surface form, best first, with their BM25 scores.
 
-        A passage titled with the surface form itself (compared case- and whitespace-normalised)
-        comes first; the rest follow by BM25. Passages that share no query term (score 0) are not
+        A passage titled with the surface form itself (compared case- and whitespace-normalised),
+        else one with it as an alias, comes first; the rest follow by BM25. Passages that share no query term (score 0) are not
         returned, so a form the KB does not know gives ``[]``. Results are cached per normalised
         form and ``k`` (the last :data:`LOOKUP_CACHE_SIZE`). ``label`` and ``context`` are
         accepted for the :class:`KnowledgeBase` protocol and not used.
@@ -310,9 +351,9 @@ class ReferenceKB:
                 tokens, k=min(k, len(self.passages)), show_progress=False, n_threads=1
             )
             ranked = [(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]
-            titled = self._by_title.get(key[0])
+            titled = self._by_title.get(key[0], self._by_alias.get(key[0]))
             if titled is not None:
-                # the passage titled with the surface form itself comes first
+                # the passage titled (or known by an alias) with the surface form comes first
                 ranked = [(titled, self._score(tokens, titled))] + [
                     r for r in ranked if r[0] != titled
                 ]
@@ -349,6 +390,10 @@ class ReferenceKB:
             with open(tmp / _PASSAGES, "w", encoding="utf-8") as fh:
                 for p in self.passages:
                     fh.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+            if self.aliases:
+                (tmp / _ALIASES).write_text(
+                    json.dumps(self.aliases, ensure_ascii=False), encoding="utf-8"
+                )
             card = {
                 "format_version": FORMAT_VERSION,
                 "n_passages": len(self.passages),
@@ -394,4 +439,14 @@ class ReferenceKB:
             raise ArgusInputError(
                 f"{src / _INDEX}: cannot read the BM25 index ({type(exc).__name__}: {exc})"
             ) from None
-        return cls(passages, index, card["fingerprint"])
+        aliases: list[tuple[str, str]] = []
+        if (src / _ALIASES).is_file():
+            try:
+                aliases = [
+                    (str(a), str(t)) for a, t in json.loads((src / _ALIASES).read_text("utf-8"))
+                ]
+            except (ValueError, TypeError) as exc:
+                raise ArgusInputError(
+                    f"{src / _ALIASES}: not a list of [alias, title] ({exc})"
+                ) from None
+        return cls(passages, index, card["fingerprint"], aliases)

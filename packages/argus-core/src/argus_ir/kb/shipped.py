@@ -39,11 +39,15 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-KB_MATCHES = ("bm25", "title")
-"""How a mention finds KB passages: ``"bm25"`` (the paper's: a passage titled with the mention
-first, then BM25 matches of its words) or ``"title"`` (one passage, the one known by the
-mention's exact name; a mention the KB does not know by name gets nothing)."""
-DEFAULT_KB_MATCH = "bm25"
+KB_MATCHES = ("checked", "bm25", "title")
+"""How a mention finds KB passages: ``"checked"`` (the default: only answers about the mentioned
+entity — its exact name or alias, a place of that name with its sense chosen by the document, the
+place inside or after a venue's name, a BM25 answer whose title is the mention's name; a single
+given name is never described by a namesake, an acronym never by a village:
+:meth:`CompositeKB._checked`), ``"bm25"`` (the paper's: a passage titled with the mention first,
+then BM25 matches of its words) or ``"title"`` (one passage, the one known by the mention's exact
+name)."""
+DEFAULT_KB_MATCH = "checked"
 
 KB_NAMES = ("wikipedia", "wikipedia+places", "wikipedia+places+biomed")
 """The shipped KBs by name: the Wikipedia leads alone; with places routed to GeoNames; and with
@@ -115,17 +119,17 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
 
 
 def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
-    """``kb`` as :data:`KB_MATCHES` ``match`` asks: itself for ``"bm25"``; for ``"title"``, a
-    composite that answers only for names some source knows exactly."""
+    """``kb`` as :data:`KB_MATCHES` ``match`` asks: itself for ``"bm25"``; for ``"title"`` and
+    ``"checked"``, a composite that answers that way."""
     if match not in KB_MATCHES:
         raise ArgusInputError(f"kb_match must be one of {KB_MATCHES}, got {match!r}")
     if match == "bm25":
         return kb
     if isinstance(kb, CompositeKB):
         return CompositeKB(
-            kb.sources, kb.routes, kb.fallback, fuzzy=False, cues=kb.cues, last=kb.last
+            kb.sources, kb.routes, kb.fallback, cues=kb.cues, last=kb.last, match=match
         )
-    return CompositeKB({"kb": kb}, routes={}, fuzzy=False)
+    return CompositeKB({"kb": kb}, routes={}, match=match)
 
 
 def shipped_kb_fingerprint(name: str | None, wiki: str) -> str:
@@ -170,8 +174,11 @@ def kb_fingerprint(kb: str | os.PathLike[str] | KnowledgeBase | None) -> str:
     if isinstance(kb, KnowledgeBase):
         return kb.fingerprint
     if kb is None or kb in KB_NAMES:
+        from argus_ir.kb.reference import shipped_aliases
+
         with resources.as_file(SHIPPED_LEADS) as path:
-            return shipped_kb_fingerprint(kb, "default:" + sha256_file(path)[:16])
+            wiki = f"default:{sha256_file(path)[:16]}+aliases:{shipped_aliases()[1]}"
+            return shipped_kb_fingerprint(kb, wiki)
     path = Path(kb)
     if path.is_dir():
         return str(read_card(path)["fingerprint"])  # the one card reader of both KB kinds

@@ -16,11 +16,13 @@ from typing import Any
 from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ask
+from argus_ir.kb.composite import match_kind
 from argus_ir.lineage import (
     ENTITY_KEY,
     FALLBACK_KEY,
     KB_GENERATED_KEY,
     KB_ID_KEY,
+    KB_MATCH_KEY,
     LLM_KEY,
     PROMPT_KEY,
     RPS_KEY,
@@ -116,12 +118,19 @@ def _plan(
     return plan
 
 
-def _lineage(doc_id: str, kind: str, plan: Plan, passages: Sequence[Passage]) -> dict[str, Any]:
+def _lineage(
+    doc_id: str, kind: str, plan: Plan, passages: Sequence[Passage], kb: KnowledgeBase
+) -> dict[str, Any]:
+    matched: dict[str, str] = {}  # passage id -> how it was matched to the first entity it serves
+    for risk, hits in plan:
+        for p in hits:
+            matched.setdefault(p.id, match_kind(kb, risk.surface, p))
     lineage = {
         SOURCE_KEY: doc_id,
         VIEW_KEY: kind,
         ENTITY_KEY: "|".join(r.surface for r, _ in plan),
         KB_ID_KEY: "|".join(p.id for p in passages),
+        KB_MATCH_KEY: "|".join(matched.get(p.id, "bm25") for p in passages),
         RPS_KEY: round(min(r.rps for r, _ in plan), 6),
     }
     if any(p.id.startswith(GENERATED_PREFIX) for p in passages):
@@ -136,12 +145,14 @@ def _view(lineage: dict[str, Any], text: str, *key: str) -> View:
     return View(view_id(name), text, lineage)
 
 
-def _expansion_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:
+def _expansion_views(
+    doc_id: str, text: str, plan: Plan, settings: _Settings, kb: KnowledgeBase
+) -> list[View]:
     views = []
     fingerprint = settings.fingerprint()
     for risk, passages in plan:
         for passage in passages:
-            lineage = _lineage(doc_id, "expansion", [(risk, passages)], [passage])
+            lineage = _lineage(doc_id, "expansion", [(risk, passages)], [passage], kb)
             body = f"{text}\n\n{passage_text(passage)}"
             views.append(
                 _view(lineage, body, doc_id, "expansion", risk.surface, passage.id, fingerprint)
@@ -149,9 +160,11 @@ def _expansion_views(doc_id: str, text: str, plan: Plan, settings: _Settings) ->
     return views
 
 
-def _merged_view(doc_id: str, text: str, plan: Plan, settings: _Settings) -> View:
+def _merged_view(
+    doc_id: str, text: str, plan: Plan, settings: _Settings, kb: KnowledgeBase
+) -> View:
     passages = list(dict.fromkeys(p for _, ps in plan for p in ps))  # a passage once
-    lineage = _lineage(doc_id, "merged", plan, passages)
+    lineage = _lineage(doc_id, "merged", plan, passages, kb)
     body = "\n\n".join([text, *(passage_text(p) for p in passages)])
     return _view(
         lineage,
@@ -165,10 +178,15 @@ def _merged_view(doc_id: str, text: str, plan: Plan, settings: _Settings) -> Vie
 
 
 def _descriptor_view(
-    doc_id: str, text: str, plan: Plan, settings: _Settings, fallback: str | None = None
+    doc_id: str,
+    text: str,
+    plan: Plan,
+    settings: _Settings,
+    kb: KnowledgeBase,
+    fallback: str | None = None,
 ) -> View:
     firsts = [(risk, passages[0]) for risk, passages in plan]
-    lineage = _lineage(doc_id, "descriptor", plan, [p for _, p in firsts])
+    lineage = _lineage(doc_id, "descriptor", plan, [p for _, p in firsts], kb)
     if fallback is not None:
         lineage[FALLBACK_KEY] = fallback
     return _view(
@@ -182,13 +200,15 @@ def _descriptor_view(
     )
 
 
-def _focus_views(doc_id: str, text: str, plan: Plan, settings: _Settings) -> list[View]:
+def _focus_views(
+    doc_id: str, text: str, plan: Plan, settings: _Settings, kb: KnowledgeBase
+) -> list[View]:
     firsts = [(risk, passages[0]) for risk, passages in plan]
     fingerprint = settings.fingerprint()
     views = []
     for body, members in focus_texts(text, firsts):
         part = [plan[i] for i in members]
-        lineage = _lineage(doc_id, "focus", part, [firsts[i][1] for i in members])
+        lineage = _lineage(doc_id, "focus", part, [firsts[i][1] for i in members], kb)
         views.append(
             _view(
                 lineage, body, doc_id, "focus", lineage[ENTITY_KEY], lineage[KB_ID_KEY], fingerprint
@@ -208,6 +228,7 @@ def _synthesise(
     settings: _Settings,
     stats: RemedyStats,
     show_progress: bool,
+    kb: KnowledgeBase,
 ) -> dict[str, View]:
     """One synthesis view (or descriptor fallback) per document of ``batch`` with a non-empty plan."""
     todo = [(doc_id, text, plan) for doc_id, text, plan in batch if plan]
@@ -242,7 +263,7 @@ def _synthesise(
             verdict = check_rewrite(text, reply.text or "", len(plan))
             if verdict.ok:
                 passages = [p for _, ps in plan for p in ps]
-                lineage = _lineage(doc_id, "synthesis", plan, passages)
+                lineage = _lineage(doc_id, "synthesis", plan, passages, kb)
                 lineage.update({PROMPT_KEY: settings.prompt, LLM_KEY: llm.model})
                 out[doc_id] = _view(
                     lineage,
@@ -264,7 +285,7 @@ def _synthesise(
         logger.info("document %r: %s; descriptor view instead", doc_id, reason)
         stats.fallbacks += 1
         stats.fallback_reasons.append((doc_id, reason))
-        out[doc_id] = _descriptor_view(doc_id, text, plan, settings, fallback=reason)
+        out[doc_id] = _descriptor_view(doc_id, text, plan, settings, kb, fallback=reason)
     return out
 
 
@@ -420,7 +441,7 @@ def _batch(
     synthesised: dict[str, View] = {}
     if settings.kind == "synthesis" and llm is not None:
         try:
-            synthesised = _synthesise(planned, llm, settings, stats, show_progress)
+            synthesised = _synthesise(planned, llm, settings, stats, show_progress, kb)
         except Exception as exc:
             for doc_id, _, plan in planned:
                 if plan:
@@ -431,13 +452,13 @@ def _batch(
             continue
         try:
             if settings.kind == "expansion":
-                views = _expansion_views(doc_id, text, plan, settings)
+                views = _expansion_views(doc_id, text, plan, settings, kb)
             elif settings.kind == "merged":
-                views = [_merged_view(doc_id, text, plan, settings)]
+                views = [_merged_view(doc_id, text, plan, settings, kb)]
             elif settings.kind == "descriptor":
-                views = [_descriptor_view(doc_id, text, plan, settings)]
+                views = [_descriptor_view(doc_id, text, plan, settings, kb)]
             elif settings.kind == "focus":
-                views = _focus_views(doc_id, text, plan, settings)
+                views = _focus_views(doc_id, text, plan, settings, kb)
             else:
                 views = [synthesised[doc_id]] if doc_id in synthesised else []
         except Exception as exc:  # the original is out; report the failure and go on

