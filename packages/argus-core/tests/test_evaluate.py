@@ -306,7 +306,6 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
         remedies=("original", "expansion", "merged"),
         ablations={"tau": [0.0], "k_aug": [1], "context_threshold": [None]},
         ablate="expansion",
-        kb_match="bm25",  # k_aug=1 differs from 2 only when BM25 neighbours are inserted
         **SCENARIO.settings,
     )
     c = result.conditions

@@ -57,7 +57,7 @@ def test_expansion_end_to_end(expanded):
 
 def test_output_is_identical_across_runs_batches_and_pickling(argus, expanded):
     views, _ = expanded
-    fresh = Argus(remedy="expansion", batch_size=64)
+    fresh = Argus(remedy="expansion", batch_size=64, kb_match="bm25")
     assert _dump(fresh.augment(iter(CORPUS))) == _dump(views)  # streamed from a generator
     clone = pickle.loads(pickle.dumps(argus))  # after use: models are dropped, reload lazily
     assert not clone._loaded

@@ -82,11 +82,10 @@ class Argus:
             object (:class:`~argus_ir.kb.ReferenceKB`, :class:`~argus_ir.kb.composite.CompositeKB`, ...).
             Default: :data:`~argus_ir.kb.shipped.DEFAULT_KB`.
         kb_match: ``"checked"`` (only answers about the mentioned entity: its title or alias, a
-            place of that name, the place in a venue's name, a BM25 answer titled with its name;
-            never a namesake of a given name nor a village for an acronym), ``"bm25"`` (the
-            paper's: a passage titled with the mention first, then BM25 matches of its words) or
-            ``"title"`` (one passage, the one known by the mention's exact name). Default:
-            :data:`~argus_ir.kb.shipped.DEFAULT_KB_MATCH`.
+            place of that name or in a venue's name, a BM25 answer titled with its name; never a
+            namesake of a given name), ``"bm25"`` (the paper's: a passage titled with the mention
+            first, then BM25 matches of its words) or ``"title"`` (one passage, the one known by
+            the mention's exact name). Default: :data:`~argus_ir.kb.shipped.DEFAULT_KB_MATCH`.
         context_threshold: Drop KB passages whose cosine to the document is below this (``None``:
             no context check, as in the paper).
         max_views: At most this many views per document, riskiest entities first (``None``: no

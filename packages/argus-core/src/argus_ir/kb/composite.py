@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
+from argus_ir.kb.cues import written_as_person, written_as_place
 from argus_ir.kb.forms import (
     is_acronym,
     is_person_passage,
@@ -21,7 +22,6 @@ from argus_ir.kb.forms import (
     namesake_prone,
     same_name,
 )
-from argus_ir.kb.places import written_as_person, written_as_place
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage, ReferenceKB, ask
 from argus_ir.text.grounding import normalize
 
@@ -61,7 +61,7 @@ class CompositeKB:
     ``fuzzy``: with that one passage alone); else (with ``fuzzy``) it takes the first source
     on the route whose own lookup returns anything (the BM25 KB's word matches). A route of one
     source and no cue is that source's lookup, unchanged. ``hits`` counts the answers per source.
-    ``match="checked"`` answers only what it can vouch for (:meth:`lookup`).
+    ``match="checked"`` answers only what it can vouch for (:meth:`_checked`).
     """
 
     def __init__(
@@ -271,7 +271,8 @@ def match_kind(kb: Any, surface: str, passage: Passage) -> str:
         return "llm"
     if passage.id.startswith(ID_PREFIX):
         return "place-in-name" if passage.id.endswith(INSIDE_SUFFIX) else "gazetteer"
-    if normalize(passage.title) == normalize(surface):
+    forms = [surface, *surface.splitlines()] if "\n" in surface else [surface]
+    if any(normalize(passage.title) == normalize(form) for form in forms):
         return "title"
     sources = getattr(kb, "sources", None)
     for source in sources.values() if isinstance(sources, Mapping) else (kb,):

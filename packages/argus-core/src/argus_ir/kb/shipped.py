@@ -119,12 +119,16 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
 
 
 def match_titles(kb: KnowledgeBase, match: str) -> KnowledgeBase:
-    """``kb`` as :data:`KB_MATCHES` ``match`` asks: itself for ``"bm25"``; for ``"title"`` and
-    ``"checked"``, a composite that answers that way."""
+    """``kb`` as :data:`KB_MATCHES` ``match`` asks: itself for ``"bm25"``; for ``"title"``, a
+    composite that answers by exact names; for ``"checked"``, a composite that vets the answers
+    of the KBs argus builds (the shipped ones, a passages file or folder), while a KB object of
+    your own (a framework retriever or store) answers as it answers."""
     if match not in KB_MATCHES:
         raise ArgusInputError(f"kb_match must be one of {KB_MATCHES}, got {match!r}")
     if match == "bm25":
         return kb
+    if match == "checked" and not isinstance(kb, (CompositeKB, ReferenceKB)):
+        return kb  # a KB of your own (a retriever, a store) answers as it answers
     if isinstance(kb, CompositeKB):
         return CompositeKB(
             kb.sources, kb.routes, kb.fallback, cues=kb.cues, last=kb.last, match=match

@@ -59,7 +59,8 @@ SCENARIO = Scenario(
     target="film-1",
     entity="Humphrey Bogart",
     top_k=1,
-    settings={"retriever": "minilm", "remedy": "expansion", "k_aug": 2},
+    # the paper's configuration: expansion with k_aug = 2 passages found by BM25
+    settings={"retriever": "minilm", "remedy": "expansion", "k_aug": 2, "kb_match": "bm25"},
 )
 
 

