@@ -17,7 +17,8 @@ ray = pytest.importorskip("ray")
 from argus_ir.remedy import DEFAULT_REMEDY  # noqa: E402
 from argus_ir.remedy.texts import VIEW_UUID  # noqa: E402
 
-N_DOCS = 800  # three Parquet files, several blocks each: enough to spread over two workers
+N_DOCS = 400  # three Parquet files, several blocks each: enough to spread over two workers
+PER_FILE, PER_BLOCK = 150, 50
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +41,10 @@ def corpus(shared_data: Path, tmp_path_factory) -> tuple[Path, Path]:
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     folder = tmp / "corpus"
     folder.mkdir()
-    for i in range(0, N_DOCS, 300):
-        part = rows[i : i + 300]
+    for i in range(0, N_DOCS, PER_FILE):
+        part = rows[i : i + PER_FILE]
         table = pa.table({k: [r[k] for r in part] for k in ("_id", "title", "text")})
-        pq.write_table(table, folder / f"part-{i // 300}.parquet", row_group_size=100)
+        pq.write_table(table, folder / f"part-{i // PER_FILE}.parquet", row_group_size=PER_BLOCK)
     return jsonl, folder
 
 
