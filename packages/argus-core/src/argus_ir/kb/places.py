@@ -22,11 +22,10 @@ preposition of place ("trails above Kranj", "a wedding in Celje"; :func:`cued_pl
 a friend's name after "with", a nationality ("written in German") or an acronym ("in ER
 stress") is not asked.
 
-A name shared by several places (34 Springfields) gets one sense: the most populous of those whose
-country (or US state) the document names, else the most populous overall. A long span whose whole
-form is unknown is looked up by its comma parts ("St Mary's Church, Bled" finds Bled). Only a
-form written as a name (a capital first letter) is a place: "talin", a protein a tagger called a
-place, is not Tallinn.
+A shared name (34 Springfields) gets the most populous place whose country (or US state) the text
+names, else the most populous if it dwarfs every namesake abroad, else none. A long span is also
+looked up by its comma parts ("St Mary's Church, Bled" finds Bled). Only a form written as a name
+(a capital first letter) is a place: "talin", a protein a tagger called a place, is not Tallinn.
 """
 
 from __future__ import annotations
@@ -325,7 +324,8 @@ class Gazetteer:
           the villages called "Kim" or "Greta" otherwise;
         - a name tagged ``LOC`` (seas, regions, ranges) is a town under :data:`BIG_PLACE` people
           only when written after a preposition of place or when the text names the town's
-          country: "the Baltic" and "the Pacific" are not the towns of Connecticut.
+          country: "the Baltic" and "the Pacific" are not the towns of Connecticut;
+        - a town whose sense is in doubt gives nothing (:meth:`_sure`: "Douglas").
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
