@@ -27,8 +27,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Diagnoses every document (as `argus diagnose`), looks up each flagged entity "
         "in the reference KB and writes the corpus as JSONL: every original unchanged, followed by "
         "its support views with their lineage under `metadata` (argus_source_id, argus_view, "
-        "argus_entity, argus_kb_id, argus_rps). A stats file records flagged entities and views "
-        "per document, index growth, LLM calls and every failure.",
+        "argus_entity, argus_kb_id, argus_kb_match, argus_rps). A stats file records flagged "
+        "entities and views per document, index growth, LLM calls and every failure.",
     )
     add_arguments(p)
     return p
