@@ -129,8 +129,12 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Audit the embedded sample, train a probe, report, augment sample documents (no ../shared)."""
-    _install_core(session, "st,xgboost,spacy")
+    """Audit the embedded sample, train a probe, report, augment sample documents (no ../shared).
+
+    With the `places` extra: the default KB routes places to GeoNames, so the demo runs the
+    default it advertises (without it, it warns and falls back to the Wikipedia leads).
+    """
+    _install_core(session, "st,xgboost,spacy,places")
     out = session.posargs[0] if session.posargs else str(ROOT / "argus-demo")
     session.run("argus", "demo", "--out", out, env={"HF_HUB_OFFLINE": "1"})
 
