@@ -201,7 +201,7 @@ def _add_checked() -> None:
     from argus_ir.kb import match_titles, shipped_kb
 
     kb = match_titles(shipped_kb("wikipedia+places"), "checked")
-    rows = [json.loads(line) for line in LOOKUPS.read_text("utf-8").splitlines()]
+    rows = _rows(LOOKUPS)
     for row in rows:
         answer = _answer(kb, row["surface"], row["label"], row["context"])
         row["answers"].pop(CHECKED, None)
@@ -236,7 +236,7 @@ def _recheck_types() -> None:
     from argus_ir.kb import match_titles, shipped_kb
 
     kb = match_titles(shipped_kb(), "checked")
-    rows = [json.loads(line) for line in TYPED.read_text("utf-8").split("\n") if line.strip()]
+    rows = _rows(TYPED)
     for row in rows:
         answer = _answer(kb, row["surface"], row["label"], row["context"])
         row["answers"].pop("checked", None)
@@ -247,15 +247,21 @@ def _recheck_types() -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def _rows(path: Path) -> list[dict]:
+    """JSON lines (split on newlines only: a text may hold U+2028, which splitlines() splits)."""
+    return [json.loads(line) for line in path.read_text("utf-8").split("\n") if line.strip()]
+
+
+def _labels(path: Path) -> dict[str, bool]:
+    """``key -> same`` of a labels file (empty when there is none yet)."""
+    return {r["key"]: bool(r["same"]) for r in _rows(path)} if path.is_file() else {}
+
+
 def _score_types() -> None:
     """Per mention type and match: mentions, share described, precision of what is described
     (hand labels, Wilson 95%), share described rightly; and per match kind of the answers."""
-    rows = [json.loads(line) for line in TYPED.read_text("utf-8").split("\n") if line.strip()]
-    labels = {}
-    for line in TYPED_LABELS.read_text("utf-8").splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            labels[rec["key"]] = bool(rec["same"])
+    rows = _rows(TYPED)
+    labels = _labels(TYPED_LABELS)
     print(
         "| type | match | mentions | described | precision [95% CI] | described rightly "
         "| wrong answers by match kind |"
@@ -288,12 +294,8 @@ def _score_types() -> None:
 
 
 def _score() -> None:
-    rows = [json.loads(line) for line in LOOKUPS.read_text("utf-8").splitlines()]
-    labels = {}
-    if LABELS.is_file():
-        for line in LABELS.read_text("utf-8").splitlines():
-            rec = json.loads(line)
-            labels[rec["key"]] = bool(rec["same"])
+    rows = _rows(LOOKUPS)
+    labels = _labels(LABELS)
     print(
         "| set | KB | mentions | hit rate | precision of hits (labelled) [95% CI] "
         "| right passage, share of mentions | by name: share, precision |"
