@@ -85,10 +85,7 @@ def _sample(shared: Path, work: Path, per_set: int, seed: int) -> None:
             rows.append(row)
         added = min(per_set - len(kept), len(found))
         print(f"{name}: {len(kept)} on file, {added} added of {len(found)} new", flush=True)
-    LOOKUPS.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOOKUPS, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    _write_rows(LOOKUPS, rows)
     print(f"wrote {LOOKUPS}")
 
 
@@ -184,10 +181,7 @@ def _sample_types(shared: Path, work: Path, per_type: int, seed: int) -> None:
             if all(n >= quota for n in taken.values()):
                 break
         print(f"{name}: {taken}", flush=True)
-    TYPED.parent.mkdir(parents=True, exist_ok=True)
-    with open(TYPED, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    _write_rows(TYPED, rows)
     print(f"wrote {len(rows)} mentions to {TYPED}")
 
 
@@ -207,9 +201,7 @@ def _add_checked() -> None:
         row["answers"].pop(CHECKED, None)
         if answer is not None:
             row["answers"][CHECKED] = answer
-    with open(LOOKUPS, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    _write_rows(LOOKUPS, rows)
     print(f"{sum(CHECKED in r['answers'] for r in rows)} of {len(rows)} answered by {CHECKED}")
 
 
@@ -242,14 +234,20 @@ def _recheck_types() -> None:
         row["answers"].pop("checked", None)
         if answer is not None:
             row["answers"]["checked"] = answer
-    with open(TYPED, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    _write_rows(TYPED, rows)
 
 
 def _rows(path: Path) -> list[dict]:
     """JSON lines (split on newlines only: a text may hold U+2028, which splitlines() splits)."""
     return [json.loads(line) for line in path.read_text("utf-8").split("\n") if line.strip()]
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    """Write rows as JSON lines (creating the folder), the form :func:`_rows` reads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _labels(path: Path) -> dict[str, bool]:
