@@ -290,15 +290,18 @@ class Gazetteer:
         self._cache[key] = []
         return [], ""
 
-    def _regions(self, context: str) -> frozenset[str]:
-        """Country codes (and ``US-XX`` states) a text names."""
-        if self._last_context is not None and self._last_context[0] is context:
-            return self._last_context[1]
+    def _regions(self, context: str | None, rest: str = "") -> frozenset[str]:
+        """Country codes (and ``US-XX`` states) a document (its scan kept) and ``rest`` name."""
         assert self._region_pattern is not None
-        found = frozenset(
-            self._region_codes[m.group(0)] for m in self._region_pattern.finditer(context)
-        )
-        self._last_context = (context, found)
+        found: frozenset[str] = frozenset()
+        if context and self._last_context is not None and self._last_context[0] is context:
+            found = self._last_context[1]
+        elif context:  # every mention of a document asks: the last document's scan is kept
+            codes = self._region_codes
+            found = frozenset(codes[m[0]] for m in self._region_pattern.finditer(context))
+            self._last_context = (context, found)
+        if rest:  # not kept: it would evict the document's scan
+            found |= {self._region_codes[m[0]] for m in self._region_pattern.finditer(rest)}
         return found
 
     def knows(self, surface: str) -> bool:
@@ -342,16 +345,14 @@ class Gazetteer:
             return []
         if label == "LOC" and best.kind == "city" and best.population < BIG_PLACE:
             cued = written_as_place(surface, context)
-            if not cued and not _named(best, self._regions(f"{context or ''} {rest}")):
+            if not cued and not _named(best, self._regions(context, rest)):
                 return []
         return [(self._passage(best), 1.0)]
 
     def _sense(self, places: list[_Place], context: str | None, rest: str = "") -> _Place:
         """The sense the document means: a place in a country (or US state) it names, else a
         country or state, else the most populous."""
-        named = self._regions(context) if context else frozenset()
-        if rest:
-            named = named | self._regions(rest)
+        named = self._regions(context, rest)
         return max(places, key=lambda p: (_named(p, named), p.kind != "city", p.population))
 
     def _sure(
@@ -364,7 +365,7 @@ class Gazetteer:
         names no other state ("University Center" near "Michigan" is not the one in Virginia)."""
         if best.kind != "city":
             return True
-        named = self._regions(f"{context or ''} {rest}")
+        named = self._regions(context, rest)
         if _named(best, named):
             return True
         if best.country == "US" and any(r.startswith("US-") for r in named):
