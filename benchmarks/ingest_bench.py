@@ -1,46 +1,73 @@
-"""Ingest cost of ARGUS against plain embedding, measured in one run on a BEIR corpus (SciFact).
+"""Ingest cost of what ships (``Argus()`` at its defaults) against plain embedding, stage by stage.
 
-(a) baseline: ``SentenceTransformer.encode`` of every document (title + text), what any dense
-    ingest pays (fp32, sentence-transformers' default);
-(a16) the same under bfloat16 autocast: the like-for-like baseline for a bf16 diagnosis pass;
-(b) ARGUS diagnosis at its default precision (``"auto"``: bf16 where the CPU or GPU has it
-    natively, else fp32): NER, one windowed retriever pass per document (mention span vectors *and*
-    the document vector) and the probe;
-(b32) (b) forced to fp32, and how far (b)'s predictions sit from it: flag agreement, RPS
-    correlation, document-vector cosine;
-(c) full expansion ingest at the default: (b) + KB lookups + expansion views + embedding the views
-    with sentence-transformers.
+Each side runs in a fresh Python process, model loads and imports included, one after the other:
 
-Reported: docs/s, b/a (the goal), b/a16, b32/a, c/a, the NER share of (b) (NER timed alone: inside
-(b) it runs in a thread beside the encoder, so the shares overlap), flagged entities and views per
-document. Run with ``nox -s bench -- ingest`` or
-``python benchmarks/ingest_bench.py --shared-data ../shared/data``.
+(a) plain: import sentence-transformers, load the retriever, ``encode`` every document (title +
+    text) in fp32: what any dense ingest pays;
+(c) argus: ``Argus()`` (or ``--remedy``/``--set`` options), its whole augment stream written as
+    JSON lines (what ``argus augment`` writes), then the new views embedded with the same
+    sentence-transformers model. The originals' vectors are not embedded again: the diagnosis pass
+    computes each document's retriever vector (``Diagnosis.doc_vector``) in the same forward pass.
+
+Reported: c/a against the floor ``1 + (g - 1)`` (g = index growth), time to the first output
+record from process start on both sides, and a stage table as shares of (a): imports and model /
+KB loads, NER (it runs in a thread beside the encoder, so NER and the encoder pass overlap), the
+encoder pass, the probe, KB lookups per source (the gazetteer's one-time opening apart), view text
+(the remedy less its lookups), output, view embedding. ``--repeats`` alternates a and c and keeps
+each side's fastest run (the machine's noise is one-sided).
+
+``nox -s bench -- ingest`` (SciFact, all documents) or ``python benchmarks/ingest_bench.py
+--shared-data ../shared/data [--dataset entity-lists] [--limit 1000]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import time
-from pathlib import Path
+
+_START = time.perf_counter()  # before any heavy import: a fresh process's clock
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DATASETS = {
+    "scifact": lambda shared: shared / "beir" / "scifact" / "corpus.jsonl",
+    "entity-lists": lambda shared: (
+        HERE.parent / "runs" / "datasets" / "entity-lists" / "corpus.jsonl"
+    ),
+}
 
 
-class Timer:
-    """Accumulates wall time spent inside a wrapped callable."""
+class Clock:
+    """Wall time inside wrapped callables, counted once however deeply the calls nest."""
 
-    def __init__(self, fn):
-        self.fn, self.seconds = fn, 0.0
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        self._depth = 0
 
-    def __call__(self, *args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            out = self.fn(*args, **kwargs)
-        finally:
-            self.seconds += time.perf_counter() - t0
-        return self._timed(out) if hasattr(out, "__next__") else out
+    def wrap(self, fn):
+        def timed(*args, **kwargs):
+            self._depth += 1
+            t0 = time.perf_counter()
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.seconds += time.perf_counter() - t0
+                    self.calls += 1
+            return self._iterate(out) if hasattr(out, "__next__") else out
 
-    def _timed(self, iterator):
+        return timed
+
+    def _iterate(self, iterator):
         while True:
             t0 = time.perf_counter()
             try:
@@ -52,119 +79,254 @@ class Timer:
             yield item
 
 
+def _patch(owner, name: str, clock: Clock) -> None:
+    """Time ``owner.name`` with ``clock`` (frozen dataclasses too)."""
+    object.__setattr__(owner, name, clock.wrap(getattr(owner, name)))
+
+
+def _texts(corpus: Path, limit: int) -> list:
+    from argus_ir.audit.loaders import read_documents
+
+    docs = read_documents(corpus)
+    return docs[:limit] if limit else docs
+
+
+def run_plain(corpus: Path, limit: int, model: str) -> dict:
+    """(a): sentence-transformers alone, from import to the last vector."""
+    from sentence_transformers import SentenceTransformer
+
+    from argus_ir.encoder.models import resolve_model
+
+    imported = time.perf_counter()
+    st = SentenceTransformer(str(resolve_model(model)), device="cpu")
+    loaded = time.perf_counter()
+    docs = _texts(corpus, limit)
+    texts = [d.index_text for d in docs]
+    t0 = time.perf_counter()
+    st.encode(texts[:1], show_progress_bar=False)  # a streaming ingest's first vector
+    first_s = time.perf_counter() - _START
+    first_encode = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    st.encode(texts, batch_size=64, show_progress_bar=False)
+    encode_s = time.perf_counter() - t0
+    return {
+        "import_s": imported - _START,
+        "load_s": loaded - imported,
+        "encode_s": encode_s,
+        "first_record_s": first_s,
+        "total_s": time.perf_counter()
+        - _START
+        - first_encode,  # the first vector not counted twice
+        "documents": len(docs),
+    }
+
+
+def run_argus(corpus: Path, limit: int, options: dict, out_file: Path) -> dict:
+    """(c): ``Argus(**options)`` from import to the last view's vector, with its stage clocks."""
+    import argus_ir.pipeline as pipeline
+    from argus_ir import Argus, RemedyStats
+    from argus_ir.runners.stream import json_line, view_record
+
+    imported = time.perf_counter()
+    argus = Argus(**options)
+    loads = {}
+    for part in ("encoder", "diagnoser", "kb", "context", "llm"):
+        t0 = time.perf_counter()
+        argus._get(part)
+        loads[part] = time.perf_counter() - t0
+    diagnoser, kb = argus.diagnoser, argus.reference_kb
+    clocks = {name: Clock() for name in ("ner", "encoder", "probe", "remedy", "lookups")}
+    _patch(diagnoser.mentions, "extract", clocks["ner"])
+    _patch(diagnoser.encoder, "encode", clocks["encoder"])
+    _patch(diagnoser.probe, "predict", clocks["probe"])
+    _patch(pipeline, "apply_remedy", clocks["remedy"])
+    inner = getattr(kb, "kb", kb)  # under a match wrapper, the KB it wraps
+    for target in {id(kb): kb, id(inner): inner}.values():
+        _patch(target, "lookup", clocks["lookups"])
+    sources = dict(getattr(inner, "sources", None) or {"kb": inner})
+    for name, source in sources.items():
+        clock = clocks[f"lookups: {name}"] = Clock()
+        for method in ("lookup", "knows", "within", "known", "titled", "aliased"):
+            if callable(getattr(source, method, None)):
+                _patch(source, method, clock)
+        if callable(getattr(source, "_load", None)):
+            clocks[f"open: {name}"] = Clock()
+            _patch(source, "_load", clocks[f"open: {name}"])
+
+    docs = _texts(corpus, limit)
+    stats = RemedyStats()
+    views: list[str] = []
+    first_s = None
+    writing = 0.0
+    t_stream = time.perf_counter()
+    with open(out_file, "w", encoding="utf-8") as fh:
+        for doc_batch in argus.process_batches(docs, stats=stats):
+            t0 = time.perf_counter()
+            for doc, _, entries in doc_batch:
+                for view in entries:
+                    fh.write(json_line(view_record(doc, view)))
+                    if not view.is_original:
+                        views.append(view.text)
+            fh.flush()
+            writing += time.perf_counter() - t0
+            if first_s is None:
+                first_s = time.perf_counter() - _START
+    stream_s = time.perf_counter() - t_stream
+    st = diagnoser.encoder.sentence_transformer
+    t0 = time.perf_counter()
+    if views:
+        st.encode(views, batch_size=64, show_progress_bar=False)
+    view_embed_s = time.perf_counter() - t0
+    total = time.perf_counter() - _START
+    return {
+        "import_s": imported - _START,
+        "loads_s": loads,
+        "stream_s": stream_s,
+        "first_record_s": first_s,
+        "clocks": {name: round(c.seconds, 3) for name, c in clocks.items()},
+        "lookup_calls": clocks["lookups"].calls,
+        "output_s": writing,
+        "view_embed_s": view_embed_s,
+        "total_s": total,
+        "documents": len(docs),
+        "views": len(views),
+        "flagged_entities": stats.flagged_entities,
+        "index_growth": (len(docs) + len(views)) / max(len(docs), 1),
+        "precision": diagnoser.encoder.precision,
+        "model": diagnoser.encoder.info.retriever_id,
+        "kb_fingerprint": kb.fingerprint,
+    }
+
+
+def _child(role: str, args: argparse.Namespace, result: Path) -> dict:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--shared-data",
+        str(args.shared_data),
+        "--dataset",
+        args.dataset,
+        "--limit",
+        str(args.limit),
+        "--model",
+        args.model,
+        "--role",
+        role,
+        "--result",
+        str(result),
+        *(["--remedy", args.remedy] if args.remedy else []),
+        *[part for s in args.set for part in ("--set", s)],
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"}
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env)
+    row = json.loads(result.read_text())
+    row["process_s"] = time.perf_counter() - t0  # interpreter start and exit included
+    return row
+
+
+def _options(args: argparse.Namespace) -> dict:
+    options: dict = {"retriever": args.model}
+    if args.remedy:
+        options["remedy"] = args.remedy
+    for item in args.set:
+        key, _, value = item.partition("=")
+        options[key] = json.loads(value) if value[:1] in "0123456789-[{tfn" else value
+    return options
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared-data", type=Path, required=True)
-    parser.add_argument("--dataset", default="scifact")
+    parser.add_argument("--dataset", default="scifact", choices=sorted(DATASETS))
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
-    parser.add_argument("--batch-size", type=int, default=64, help="documents per batch")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = parser.parse_args()
-
-    import numpy as np
-    import torch
-
-    from argus_ir import Argus, RemedyStats
-    from argus_ir.audit.loaders import read_documents
-
-    docs = read_documents(args.shared_data / "beir" / args.dataset / "corpus.jsonl")
-    if args.limit:
-        docs = docs[: args.limit]
-    texts = [d.index_text for d in docs]
-
-    argus = Argus(retriever=args.model, remedy="expansion", batch_size=args.batch_size)
-    diagnoser = argus.diagnoser  # loads retriever, probe, spaCy (not timed)
-    kb = argus.reference_kb
-    st_model = diagnoser.encoder.sentence_transformer
-    autocast = torch.autocast(st_model.device.type, dtype=torch.bfloat16)
-    st_model.encode(texts[:64], batch_size=64)  # warm-up shared by every path
-    with autocast:
-        st_model.encode(texts[:64], batch_size=64)
-    list(argus.diagnose(docs[:64]))
-
-    t0 = time.perf_counter()
-    st_model.encode(texts, batch_size=64, show_progress_bar=False)
-    a = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    with autocast:
-        st_model.encode(texts, batch_size=64, show_progress_bar=False)
-    a16 = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    diagnoser.mentions.extract(texts)  # NER alone: inside (b) it runs beside the encoder
-    ner_s = time.perf_counter() - t0
-
-    enc = diagnoser.encoder.encode = Timer(diagnoser.encoder.encode)
-    t0 = time.perf_counter()
-    diagnoses = list(argus.diagnose(docs))
-    b = time.perf_counter() - t0
-    enc_s = enc.seconds
-    del diagnoser.encoder.encode  # back to the class's method
-
-    exact = Argus(
-        retriever=args.model, remedy="expansion", batch_size=args.batch_size, precision="fp32"
+    parser.add_argument("--remedy", default=None, help="a remedy other than the default")
+    parser.add_argument(
+        "--set", action="append", default=[], help="another Argus setting, KEY=VALUE"
     )
-    list(exact.diagnose(docs[:64]))  # loads its own encoder and warms it
-    t0 = time.perf_counter()
-    exact_diagnoses = list(exact.diagnose(docs))
-    b32 = time.perf_counter() - t0
+    parser.add_argument("--repeats", type=int, default=1, help="a and c alternately, N times each")
+    parser.add_argument("--tag", default="", help="a suffix for the result file's name")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--role", choices=("plain", "argus"), help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    corpus = DATASETS[args.dataset](args.shared_data)
+    if not corpus.is_file():
+        sys.exit(
+            f"{corpus} not found; build it with "
+            "`python benchmarks/entity_set.py --shared-data ../shared/data`"
+        )
+    if args.role:
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.role == "plain":
+                row = run_plain(corpus, args.limit, args.model)
+            else:
+                row = run_argus(corpus, args.limit, _options(args), Path(tmp) / "out.jsonl")
+        args.result.write_text(json.dumps(row))
+        return
 
-    stats = RemedyStats()
-    t0 = time.perf_counter()
-    views = [v for v in argus.augment(docs, stats=stats) if not v.is_original]
-    st_model.encode([v.text for v in views], batch_size=64, show_progress_bar=False)
-    c = time.perf_counter() - t0
-
-    same = total = 0
-    rps_default, rps32, cosines = [], [], []
-    for d, d32 in zip(diagnoses, exact_diagnoses, strict=True):
-        for e, e32 in zip(d.entities, d32.entities, strict=True):
-            total += 1
-            same += e.flagged == e32.flagged
-            rps_default.append(e.rps)
-            rps32.append(e32.rps)
-        v, v32 = d.doc_vector, d32.doc_vector
-        cosines.append(float(v @ v32 / (np.linalg.norm(v) * np.linalg.norm(v32))))
-
-    n = len(docs)
+    plains, arguses = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeats):
+            plains.append(_child("plain", args, Path(tmp) / f"plain-{r}.json"))
+            arguses.append(_child("argus", args, Path(tmp) / f"argus-{r}.json"))
+    plain = min(plains, key=lambda row: row["total_s"])
+    argus = min(arguses, key=lambda row: row["total_s"])
+    a, c = plain["total_s"], argus["total_s"]
+    g = argus["index_growth"]
+    clocks = argus["clocks"]
+    lookups = clocks["lookups"]
+    per_source = sum(v for k, v in clocks.items() if k.startswith("lookups: "))
+    stages = {
+        "imports + loads": argus["import_s"] + sum(argus["loads_s"].values()),
+        "NER (beside the encoder)": clocks["ner"],
+        "encoder pass": clocks["encoder"],
+        "probe": clocks["probe"],
+        **{
+            k: v - clocks.get(f"open: {k.removeprefix('lookups: ')}", 0.0)
+            for k, v in clocks.items()
+            if k.startswith("lookups: ")
+        },
+        **{k: v for k, v in clocks.items() if k.startswith("open: ")},
+        "lookups: routing and checks": lookups - per_source,
+        "view text": clocks["remedy"] - lookups,
+        "output": argus["output_s"],
+        "view embedding": argus["view_embed_s"],
+    }
     row = {
         "dataset": args.dataset,
-        "model": diagnoser.encoder.info.retriever_id,
-        "documents": n,
-        "kb_passages": len(kb),
-        "precision": diagnoser.encoder.precision,
-        "a_embed_s": round(a, 2),
-        "a16_embed_bf16_s": round(a16, 2),
-        "b_diagnose_s": round(b, 2),
-        "b32_diagnose_fp32_s": round(b32, 2),
-        "c_expansion_ingest_s": round(c, 2),
-        "a_docs_per_s": round(n / a, 1),
-        "b_docs_per_s": round(n / b, 1),
-        "c_docs_per_s": round(n / c, 1),
-        "b_over_a": round(b / a, 3),
-        "b_over_a16": round(b / a16, 3),
-        "b32_over_a": round(b32 / a, 3),
+        "model": argus["model"],
+        "documents": argus["documents"],
+        "options": _options(args),
+        "precision": argus["precision"],
+        "kb": argus["kb_fingerprint"],
+        "a_plain_s": round(a, 2),
+        "a_import_load_s": round(plain["import_s"] + plain["load_s"], 2),
+        "a_encode_s": round(plain["encode_s"], 2),
+        "c_argus_s": round(c, 2),
         "c_over_a": round(c / a, 3),
-        "ner_alone_s": round(ner_s, 2),
-        "encoder_s_in_b": round(enc_s, 2),
-        "ner_share_of_b": round(ner_s / b, 3),
-        "flag_agreement_with_fp32": round(same / max(total, 1), 4),
-        "rps_pearson_with_fp32": round(float(np.corrcoef(rps_default, rps32)[0, 1]), 4),
-        "rps_max_abs_diff_from_fp32": round(
-            float(np.max(np.abs(np.subtract(rps_default, rps32)))), 4
+        "index_growth": round(g, 3),
+        "floor_1_plus_g_minus_1": round(g, 3),
+        "bar_g_plus_0.3": round(g + 0.3, 3),
+        # the diagnosis's wall time (NER beside the encoder pass, probe) over plain encoding
+        "b_over_a_encode": round(
+            (argus["stream_s"] - clocks["remedy"] - argus["output_s"]) / plain["encode_s"], 3
         ),
-        "doc_cosine_min_with_fp32": round(min(cosines), 5),
-        "flagged_per_doc": round(sum(len(d.flagged) for d in diagnoses) / n, 3),
-        "docs_with_flags": sum(bool(d.flagged) for d in diagnoses),
-        "views_per_doc": round(stats.views / n, 3),
-        "index_growth": round(stats.index_growth, 3),
-        "no_kb_hit": stats.no_kb_hit,
-        "torch_threads": torch.get_num_threads(),
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "first_record_plain_s": round(plain["first_record_s"], 2),
+        "first_record_argus_s": round(argus["first_record_s"], 2),
+        "views": argus["views"],
+        "lookup_calls": argus["lookup_calls"],
+        "stages_s": {k: round(v, 2) for k, v in stages.items()},
+        "stages_share_of_a": {k: round(v / a, 3) for k, v in stages.items()},
+        "loads_s": {k: round(v, 2) for k, v in argus["loads_s"].items()},
+        "runs_a_s": [round(p["total_s"], 2) for p in plains],
+        "runs_c_s": [round(p["total_s"], 2) for p in arguses],
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus",
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    name = f"ingest-{args.dataset}-{row['model'].split('/')[-1]}{f'-{n}' if args.limit else ''}"
+    size = f"-{row['documents']}" if args.limit else ""
+    name = f"ingest-default-{args.dataset}-{row['model'].split('/')[-1]}{size}{args.tag}"
     (args.out / f"{name}.json").write_text(json.dumps(row, indent=2) + "\n")
     print(json.dumps(row, indent=2))
 
