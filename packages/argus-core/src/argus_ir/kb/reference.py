@@ -45,6 +45,8 @@ __all__ = [
     "read_card",
 ]
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_K_AUG = 2
 LOOKUP_CACHE_SIZE = 100_000
 SHIPPED_LEADS = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
@@ -129,6 +131,19 @@ def shipped_aliases() -> tuple[list[tuple[str, str]], str]:
     payload = json.loads(gzip.decompress(raw))
     pairs = [(str(a), str(t)) for a, t in payload["aliases"]]
     return pairs, hashlib.sha256(raw).hexdigest()[:8]
+
+
+def _shipped_cache() -> Path:
+    """Where the shipped KB's index is kept: named by the shipped files' content, the bm25s
+    version and this format, so any change to one builds it anew."""
+    from importlib.metadata import version
+
+    from argus_ir.encoder.models import cache_dir
+
+    digest = hashlib.sha256(SHIPPED_LEADS.read_bytes())
+    digest.update(SHIPPED_ALIASES.read_bytes())
+    digest.update(f"{version('bm25s')}|{FORMAT_VERSION}".encode())
+    return cache_dir() / "kb" / f"shipped-{digest.hexdigest()[:16]}"
 
 
 def read_card(src: Path) -> dict[str, Any]:
@@ -291,9 +306,21 @@ class ReferenceKB:
         return cls.from_passages(passages, show_progress=show_progress)
 
     @classmethod
-    def default(cls, *, show_progress: bool = False) -> ReferenceKB:
+    def default(cls, *, show_progress: bool = False, cached: bool = True) -> ReferenceKB:
         """The shipped KB: 10,033 Wikipedia lead paragraphs with Wikidata descriptions, known
-        also by 69,618 Wikipedia redirects (:data:`SHIPPED_ALIASES`)."""
+        also by 69,618 Wikipedia redirects (:data:`SHIPPED_ALIASES`).
+
+        Its BM25 index is built once and kept in the argus cache folder (``$ARGUS_CACHE_DIR`` or
+        ``~/.cache/argus``; ``cached=False`` builds it in memory), keyed by the shipped files'
+        content and the bm25s version, so later processes read it back (memory-mapped) instead
+        of indexing again.
+        """
+        folder = _shipped_cache() if cached else None
+        if folder is not None and is_kb_folder(folder):
+            try:
+                return cls.load(folder)
+            except ArgusInputError as exc:  # a cut or foreign folder: built again
+                logger.warning("ignoring the KB cache %s (%s); building it again", folder, exc)
         with SHIPPED_LEADS.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
         kb = cls.from_passages(
@@ -301,7 +328,13 @@ class ReferenceKB:
             show_progress=show_progress,
         )
         aliases, digest = shipped_aliases()
-        return cls(kb.passages, kb.index, f"{kb.fingerprint}+aliases:{digest}", aliases)
+        kb = cls(kb.passages, kb.index, f"{kb.fingerprint}+aliases:{digest}", aliases)
+        if folder is not None:
+            try:
+                kb.save(folder)
+            except (OSError, ArgusInputError) as exc:
+                logger.info("shipped KB index not cached at %s (%s)", folder, exc)
+        return kb
 
     # -- lookup -----------------------------------------------------------------------------------
 
