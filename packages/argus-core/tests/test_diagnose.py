@@ -88,3 +88,72 @@ def test_probe_for_another_retriever_is_refused(minilm, ner):
 
     with pytest.raises(ProbeMismatchError, match="all-mpnet-base-v2"):
         Diagnoser(minilm, load_shipped_probe("mpnet", 10), ner)
+
+
+# -- reading only the retriever's window (the descriptor remedy) ---------------------------------
+
+FILLER = " ".join(["The committee reviewed the annual budget and the staffing plan."] * 40)
+LONG_DOC = f"Humphrey Bogart once filmed a scene in Lucknow. {FILLER} Later Humphrey Bogart met Ingrid Bergman in Casablanca."
+
+
+def test_window_ends_cut_between_words_where_the_retriever_stops(minilm):
+    ends = minilm.window_ends([LONG_DOC, DOC])
+    assert ends[1] == len(DOC)  # a text that fits is read whole
+    cut = ends[0]
+    assert 0 < cut < len(LONG_DOC)
+    assert not (LONG_DOC[cut - 1].isalnum() and LONG_DOC[cut].isalnum())  # never inside a word
+    tok = minilm.tokenizer([LONG_DOC, LONG_DOC[:cut]], add_special_tokens=False)["input_ids"]
+    width = minilm.info.max_length - 2  # [CLS] and [SEP]
+    assert len(tok[0]) > width >= len(tok[1])
+    assert tok[1] == tok[0][: len(tok[1])]  # the prefix is the text's own first tokens
+    assert width - len(tok[1]) < 8  # and only the last partial word is left out
+
+
+def test_window_only_finds_no_mention_past_the_window_and_keeps_the_vector(diagnoser, minilm):
+    (whole,) = diagnoser.diagnose([LONG_DOC])
+    (window,) = diagnoser.diagnose([LONG_DOC], window_only=True)
+    cut = minilm.window_ends([LONG_DOC])[0]
+    past = [m for e in whole.entities for m in e.mentions if m.start >= cut]
+    assert {m.text for m in past} >= {"Ingrid Bergman", "Casablanca"}
+    assert all(m.end <= cut for e in window.entities for m in e.mentions)
+    assert {e.surface for e in window.entities} == {"Humphrey Bogart", "Lucknow"}
+    # the first window's states are the ones the retriever computes for the document
+    assert np.array_equal(whole.doc_vector, window.doc_vector)
+    st = minilm.sentence_transformer.encode([LONG_DOC], normalize_embeddings=True)[0]
+    np.testing.assert_allclose(window.doc_vector, st, atol=1e-5)
+    (enc,) = minilm.encode([LONG_DOC], first_window=True)
+    probe = load_shipped_probe("minilm", 10)
+    bogart = next(e for e in window.entities if e.surface == "Humphrey Bogart")
+    (m,) = bogart.mentions  # the second mention is past the window
+    assert bogart.rps == pytest.approx(float(probe.predict(enc.pool_span(m.start, m.end))[0]))
+
+
+def test_a_description_past_the_window_cannot_move_a_views_vector(minilm):
+    from argus_ir.diagnose import EntityRisk
+    from argus_ir.kb import Passage
+    from argus_ir.remedy import descriptor_text
+    from argus_ir.text.mentions import Mention
+
+    start = LONG_DOC.index("Ingrid Bergman")
+    m = Mention(start, start + len("Ingrid Bergman"), "Ingrid Bergman", "PERSON")
+    risk = EntityRisk("Ingrid Bergman", "PERSON", 0.1, True, (m,))
+    view = descriptor_text(LONG_DOC, [(risk, Passage("x", "Ingrid Bergman", "", "Swedish actress"))])
+    assert "(Swedish actress)" in view
+    vectors = minilm.sentence_transformer.encode([LONG_DOC, view])
+    assert np.array_equal(vectors[0], vectors[1])  # why augment never diagnoses past the window
+
+
+def test_augment_reads_the_window_for_the_descriptor_alone(diagnoser):
+    from argus_ir import Argus
+
+    def mentions(remedy: str) -> tuple[set[str], dict]:
+        argus = Argus(remedy=remedy)
+        argus._loaded["diagnoser"] = diagnoser
+        ((diagnosis, _),) = argus.plan([{"_id": "d", "text": LONG_DOC}])
+        return {m.text for e in diagnosis.entities for m in e.mentions}, argus.settings_card()
+
+    descriptor, card = mentions("descriptor")
+    focus, focus_card = mentions("focus")
+    assert "Casablanca" in focus and "Casablanca" not in descriptor
+    assert descriptor == {"Humphrey Bogart", "Lucknow"}
+    assert (card["diagnosis"], focus_card["diagnosis"]) == ("window", "whole")

@@ -156,6 +156,7 @@ class Diagnoser:
         ids: Sequence[str] | None = None,
         *,
         show_progress: bool = False,
+        window_only: bool = False,
     ) -> list[Diagnosis]:
         """Diagnose documents (one NER pass and one encoder pass over each).
 
@@ -163,6 +164,11 @@ class Diagnoser:
             texts: Document texts (``""`` for a document without text).
             ids: Document ids (default ``"0"``, ``"1"``, ...); must be unique.
             show_progress: Progress bars for NER and encoding.
+            window_only: Read each document only as far as the retriever does (its first window,
+                :meth:`~argus_ir.encoder.base.TokenEncoder.window_ends`): mentions past it are not
+                found, and each token's state is the one the retriever's own pass gives it. For
+                remedies whose views keep the document's text first (the descriptor), where a
+                description past the window could never change a view's vector.
 
         Raises:
             ArgusInputError: A text is not a string (the message names its id), or ids repeat or
@@ -184,11 +190,16 @@ class Diagnoser:
                     f"document {doc_id!r}: text is {type(text).__name__}, not str"
                 )
         texts = [readable_text(t) for t in texts]
+        read = texts  # what NER reads: with window_only, each text up to its window's last word
+        if window_only:
+            read = [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
         # NER and the retriever pass need only the texts: spaCy runs in a thread while torch runs
         # here (torch releases the GIL), which hides part of NER's time behind the encoder's.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner") as pool:
-            pending = pool.submit(self.mentions.extract, texts, show_progress=show_progress)
-            encoded = list(self.encoder.encode(texts, show_progress=show_progress))
+            pending = pool.submit(self.mentions.extract, read, show_progress=show_progress)
+            encoded = list(
+                self.encoder.encode(texts, show_progress=show_progress, first_window=window_only)
+            )
             found = pending.result()
         out = []
         for doc_id, mentions, enc in zip(ids, found, encoded):

@@ -14,7 +14,6 @@ to worker processes without them (they reload there).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sized
@@ -29,12 +28,10 @@ from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, too_long
 from argus_ir.documents import Document, DocumentLike, as_documents
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
-from argus_ir.io import folder_hash
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase
 from argus_ir.kb.shipped import (
     DEFAULT_KB_MATCH,
     KB_MATCHES,
-    kb_fingerprint,
     match_titles,
     resolve_kb,
 )
@@ -44,6 +41,7 @@ from argus_ir.probes.artifact import CARD_FILE
 from argus_ir.remedy import (
     DEFAULT_REMEDY,
     KINDS,
+    WINDOW_ONLY,
     ContextCheck,
     RemedyStats,
     View,
@@ -227,43 +225,11 @@ class Argus:
         return cast(KnowledgeBase, self._get("kb"))
 
     def settings_card(self) -> dict[str, Any]:
-        """Every setting that changes the output, with the probe and KB as content fingerprints.
+        """Every setting that changes the output, with the probe and KB as content fingerprints
+        (:func:`argus_ir.settings.settings_card`: cheap, loads no model; adapters' cache key)."""
+        from argus_ir.settings import settings_card
 
-        Cheap: it reads the probe's and KB's files (or their cards) and loads no model (with
-        ``precision="auto"`` and no ``device`` it imports torch to see which device will run).
-        Adapters use it as a cache key, so a retrained probe in the same folder, or an edited KB
-        file, changes it.
-        """
-        from argus_ir.encoder.backends import pick_device
-        from argus_ir.encoder.base import resolve_precision
-        from argus_ir.encoder.models import canonical_id
-
-        probe_dir = self._probe_dir()
-        card = json.loads((probe_dir / CARD_FILE).read_text(encoding="utf-8"))
-        out: dict[str, Any] = {
-            "retriever": canonical_id(self.retriever),
-            "backend": self.backend,
-            # what the diagnosis pass runs at here ("auto" resolved: it decides near-τ flags)
-            "precision": resolve_precision(self.precision, pick_device(self.device))
-            if self.precision == "auto"
-            else self.precision,
-            "probe": folder_hash(probe_dir),
-            "tau": float(card.get("tau", 0.3)) if self.tau is None else float(self.tau),
-            "remedy": self.remedy,
-            "k_aug": self.k_aug,
-            "kb": kb_fingerprint(self.kb),
-            "kb_match": self.kb_match,
-            "context_threshold": self.context_threshold,
-            "max_views": self.max_views,
-            "max_chars": self.max_chars,
-            "targeting": self.targeting,
-            "ner_model": self.ner_model or DEFAULT_SPACY_MODEL,
-        }
-        if self.remedy == "synthesis":
-            llm = self.llm
-            out["llm"] = llm.fingerprint if isinstance(llm, LLM) else (llm or "transformers")
-            out["prompt_version"] = self.prompt_version
-        return out
+        return settings_card(self)
 
     def _probe_dir(self) -> Path:
         if self.probe is not None:
@@ -302,7 +268,10 @@ class Argus:
                 bar.update(len(batch))
 
     def _diagnose(
-        self, batch: list[Document], failures: list[tuple[str, str]] | None = None
+        self,
+        batch: list[Document],
+        failures: list[tuple[str, str]] | None = None,
+        window_only: bool = False,
     ) -> list[Diagnosis]:
         """Diagnoses in batch order; a record of an earlier run's output, or one with no text
         (a title alone: nothing of the document to describe), gets an empty one.
@@ -324,11 +293,13 @@ class Argus:
             failures += refused.items()
             todo = [d for d in todo if d.id not in refused]
         try:
-            done = self.diagnoser.diagnose([d.index_text for d in todo], [d.id for d in todo])
+            done = self.diagnoser.diagnose(
+                [d.index_text for d in todo], [d.id for d in todo], window_only=window_only
+            )
         except Exception:
             if failures is None or not todo:
                 raise
-            done = self._diagnose_one_by_one(todo, failures)
+            done = self._diagnose_one_by_one(todo, failures, window_only)
         by_id = {d.doc_id: d for d in done}
         if len(by_id) == len(batch):
             return done
@@ -336,12 +307,12 @@ class Argus:
         return [by_id.get(d.id) or Diagnosis(d.id, (), self.diagnoser.tau, empty) for d in batch]
 
     def _diagnose_one_by_one(
-        self, todo: list[Document], failures: list[tuple[str, str]]
+        self, todo: list[Document], failures: list[tuple[str, str]], window_only: bool
     ) -> list[Diagnosis]:
         done, failed, first = [], [], None
         for doc in todo:
             try:
-                done += self.diagnoser.diagnose([doc.index_text], [doc.id])
+                done += self.diagnoser.diagnose([doc.index_text], [doc.id], window_only=window_only)
             except Exception as exc:
                 first = first or exc
                 failed.append((doc.id, f"diagnosis: {type(exc).__name__}: {exc}"))
@@ -352,10 +323,14 @@ class Argus:
         failures += failed
         return done
 
-    def diagnose(self, documents: Iterable[DocumentLike]) -> Iterator[Diagnosis]:
-        """Diagnose documents batch by batch (yields one :class:`Diagnosis` per document)."""
+    def diagnose(
+        self, documents: Iterable[DocumentLike], *, window_only: bool = False
+    ) -> Iterator[Diagnosis]:
+        """Diagnose documents batch by batch (yields one :class:`Diagnosis` per document);
+        ``window_only`` reads each only as far as the retriever does, as :meth:`augment` does for
+        the remedies of :data:`~argus_ir.remedy.WINDOW_ONLY`."""
         for batch in self._batches(documents):
-            yield from self._diagnose(batch)
+            yield from self._diagnose(batch, window_only=window_only)
 
     def augment(
         self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
@@ -451,7 +426,8 @@ class Argus:
         ``pool`` fills it from other documents first (a resumed run passes its corpus from the
         start).
         """
-        diagnosed = ((batch, self._diagnose(batch, failures)) for batch in batches)
+        window_only = self.remedy in WINDOW_ONLY
+        diagnosed = ((batch, self._diagnose(batch, failures, window_only)) for batch in batches)
         if self.targeting == "probe":
             yield from diagnosed
             return
@@ -465,7 +441,7 @@ class Argus:
         if pool is not None:
             for batch in self._batches(pool, False):
                 # failures here were reported by the run that wrote these documents
-                reach.add(self._diagnose(batch, None if failures is None else []))
+                reach.add(self._diagnose(batch, None if failures is None else [], window_only))
                 if reach.full:
                     break
         yield from targeting.scored_by_reach(diagnosed, reach)

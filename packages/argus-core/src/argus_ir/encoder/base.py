@@ -222,6 +222,7 @@ class TokenEncoder:
         chunk_size: int = 2048,
         show_progress: bool = False,
         total: int | None = None,
+        first_window: bool = False,
     ) -> Iterator[EncodedText]:
         """Encode texts, yielding one :class:`EncodedText` per text, in input order.
 
@@ -237,6 +238,8 @@ class TokenEncoder:
             chunk_size: Texts held in memory at once.
             show_progress: Show a progress bar over texts.
             total: Number of texts, for the progress bar when ``texts`` has no length.
+            first_window: Encode only each text's first window, what the retriever itself reads:
+                states (and offsets) of its tokens alone, the same document vector.
         """
         from tqdm.auto import tqdm
 
@@ -258,12 +261,39 @@ class TokenEncoder:
                     raise TypeError(f"texts must be str, got {type(text).__name__}")
                 chunk.append(text)
                 if len(chunk) >= chunk_size:
-                    yield from self._encode_chunk(chunk, advance)
+                    yield from self._encode_chunk(chunk, advance, first_window)
                     chunk = []
             if chunk:
-                yield from self._encode_chunk(chunk, advance)
+                yield from self._encode_chunk(chunk, advance, first_window)
         finally:
             bar.close()
+
+    def window_ends(self, texts: Sequence[str]) -> list[int]:
+        """Where the first window of each text ends: the character offset up to which the
+        retriever reads it (the text's length when it fits one window).
+
+        The cut falls between words, never inside one, so the prefix is tokenised as the text's
+        first tokens are (a word-piece tokenizer splits words on their own) and a mention found in
+        it is whole.
+        """
+        tok = self.tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            truncation=False,
+            verbose=False,
+        )
+        width = self._width
+        ends = []
+        for text, offsets in zip(texts, tok["offset_mapping"], strict=True):
+            if len(offsets) <= width:
+                ends.append(len(text))
+                continue
+            cut = int(offsets[width][0])
+            while 0 < cut < len(text) and text[cut - 1].isalnum() and text[cut].isalnum():
+                cut -= 1
+            ends.append(cut)
+        return ends
 
     def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         """Document vectors only, ``(len(texts), dim)``."""
@@ -275,7 +305,10 @@ class TokenEncoder:
     # -- internals -------------------------------------------------------------------------------
 
     def _encode_chunk(
-        self, texts: list[str], advance: Callable[[float], None] | None = None
+        self,
+        texts: list[str],
+        advance: Callable[[float], None] | None = None,
+        first_window: bool = False,
     ) -> list[EncodedText]:
         """Encode one chunk; ``advance`` is told, after each batch, how many texts' worth is done."""
         tok = self.tokenizer(
@@ -290,6 +323,8 @@ class TokenEncoder:
         jobs: list[tuple[int, int, list[int]]] = []  # (text index, window index, ids)
         for t_idx, ids in enumerate(tok["input_ids"]):
             windows = plan_windows(len(ids), width, self.stride)
+            if first_window:
+                windows = windows[:1]
             plans.append(windows)
             for w_idx, w in enumerate(windows):
                 jobs.append((t_idx, w_idx, ids[w.start : w.end]))
@@ -312,7 +347,7 @@ class TokenEncoder:
         out: list[EncodedText] = []
         for t_idx, text in enumerate(texts):
             windows = plans[t_idx]
-            n_tok = len(tok["input_ids"][t_idx])
+            n_tok = windows[-1].end  # all of the text's tokens unless first_window cut them
             if len(windows) == 1:
                 token_states = states[(t_idx, 0)]
             else:
@@ -321,7 +356,9 @@ class TokenEncoder:
                 for w_idx in range(len(windows)):
                     sel = win == w_idx
                     token_states[sel] = states[(t_idx, w_idx)][pos[sel]]
-            offsets = np.asarray(tok["offset_mapping"][t_idx], dtype=np.int64).reshape(-1, 2)
+            offsets = np.asarray(tok["offset_mapping"][t_idx][:n_tok], dtype=np.int64).reshape(
+                -1, 2
+            )
             out.append(
                 EncodedText(
                     text=text,

@@ -88,7 +88,7 @@ def evaluate(
     from tqdm.auto import tqdm
 
     from argus_ir.pipeline import Argus
-    from argus_ir.remedy import DEFAULT_REMEDY, KINDS, RemedyStats, apply_remedy
+    from argus_ir.remedy import DEFAULT_REMEDY, KINDS, WINDOW_ONLY, RemedyStats, apply_remedy
 
     remedies = (ORIGINAL, DEFAULT_REMEDY) if remedies is None else remedies
     ablate = DEFAULT_REMEDY if ablate is None else ablate
@@ -145,26 +145,30 @@ def evaluate(
     if on_condition is not None:
         on_condition(result)
 
-    diagnoses = None
-    reached = None  # the diagnoses scored by in-corpus reach, once a condition asks for them
-    diagnose_s = 0.0
+    # the diagnoses, and their seconds, by how far each document is read (WINDOW_ONLY): a
+    # remedy is evaluated on what argus augment would flag for it
+    diagnosed: dict[bool, tuple[list[Any], float]] = {}
+    reached_by: dict[bool, list[Any]] = {}  # scored by in-corpus reach, once a condition asks
     contexts: dict[float, Any] = {}
     for name, (kind, overrides) in plan.items():
-        if diagnoses is None:
+        window_only = kind in WINDOW_ONLY
+        if window_only not in diagnosed:
             t0 = time.perf_counter()
-            diagnoses = list(
+            found = list(
                 tqdm(
-                    argus.diagnose(data.corpus),
+                    argus.diagnose(data.corpus, window_only=window_only),
                     total=len(data.corpus),
                     desc=f"{data.name}: diagnosis",
                     unit="doc",
                     disable=not show_progress,
                 )
             )
-            diagnose_s = time.perf_counter() - t0
-            max_rps = {d.doc_id: max(e.rps for e in d.entities) for d in diagnoses if d.entities}
-            result.gold_inputs = (max_rps, data.qrels, original_run)
-            result.gold_rps = rps_of_gold(max_rps, data.qrels, original_run)
+            diagnosed[window_only] = (found, time.perf_counter() - t0)
+            if result.gold_inputs is None:  # the first condition's diagnoses
+                max_rps = {d.doc_id: max(e.rps for e in d.entities) for d in found if d.entities}
+                result.gold_inputs = (max_rps, data.qrels, original_run)
+                result.gold_rps = rps_of_gold(max_rps, data.qrels, original_run)
+        diagnoses, diagnose_s = diagnosed[window_only]
         stats = RemedyStats()
         remedy_overrides = {
             k: v for k, v in overrides.items() if k not in ("tau", "targeting", *_FUSION)
@@ -181,6 +185,7 @@ def evaluate(
         targeting = overrides.get("targeting", argus.targeting)
         flagged = diagnoses if tau is None else [d.at_tau(tau) for d in diagnoses]
         if targeting == "corpus":
+            reached = reached_by.get(window_only)
             if reached is None:  # as Argus does it: the pool is the corpus's first documents
                 from argus_ir.remedy import targeting as tg
 
@@ -188,7 +193,7 @@ def evaluate(
                     lambda t: embed(t)[0], k=tg.DEFAULT_REACH_K, pool_size=tg.DEFAULT_REACH_POOL
                 )
                 reach.add(diagnoses)
-                reached = reach.score(diagnoses)
+                reached = reached_by[window_only] = reach.score(diagnoses)
                 result.targeting_scores["corpus"] = dict(tg.max_reach(reached))
             flagged = reached if tau is None else [d.at_tau(tau) for d in reached]
         t0 = time.perf_counter()

@@ -43,7 +43,14 @@ from argus_ir.remedy.texts import (
     view_id,
     view_key,
 )
-from argus_ir.remedy.view import DEFAULT_REMEDY, GENERATED_PREFIX, KINDS, ORIGINAL, View
+from argus_ir.remedy.view import (
+    DEFAULT_REMEDY,
+    GENERATED_PREFIX,
+    KINDS,
+    ORIGINAL,
+    WINDOW_ONLY,
+    View,
+)
 
 __all__ = [
     "CONTEXT_CACHE_SIZE",
@@ -52,6 +59,7 @@ __all__ = [
     "GENERATED_PREFIX",
     "KINDS",
     "ORIGINAL",
+    "WINDOW_ONLY",
     "ContextCheck",
     "Plan",
     "RemedyStats",

@@ -7,13 +7,18 @@ from typing import Any
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 
-__all__ = ["DEFAULT_REMEDY", "GENERATED_PREFIX", "KINDS", "ORIGINAL", "View"]
+__all__ = ["DEFAULT_REMEDY", "GENERATED_PREFIX", "KINDS", "ORIGINAL", "WINDOW_ONLY", "View"]
 
 KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis")
 """The remedy kinds (the package docstring describes each)."""
 DEFAULT_REMEDY = "descriptor"
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
+WINDOW_ONLY = frozenset({"descriptor"})
+"""Remedies whose views keep the document's own text first, so the retriever reads a view only as
+far as it reads the original: a description inserted past that window can never change the view's
+vector. Their diagnosis reads the retriever's window alone (``Diagnoser.diagnose(window_only=True)``),
+which spares the encoder and NER the rest of a long document."""
 GENERATED_PREFIX = "llm:"
 """Passage ids of generated knowledge (:mod:`argus_ir.kb.llm`); their views say so in lineage."""
 ORIGINAL = "original"
