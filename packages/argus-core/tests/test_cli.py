@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -642,3 +643,46 @@ def test_max_chars_reaches_argus_from_augment_and_evaluate():
         argus_settings(parser.parse_args(["augment", "c", "--max-chars", "off"]))["max_chars"]
         is None
     )
+
+
+def test_quiet_and_the_other_global_flags_work_after_the_command_too():
+    from argus_ir.cli.main import build_parser
+
+    parser = build_parser()
+    for argv in (
+        ["-q", "augment", "c.jsonl", "--out", "o"],
+        ["augment", "c.jsonl", "--out", "o", "-q"],
+    ):
+        assert parser.parse_args(argv).quiet is True
+    assert parser.parse_args(["augment", "c.jsonl", "--out", "o"]).quiet is False
+    args = parser.parse_args(["--debug", "augment", "c.jsonl", "--out", "o", "--verbose"])
+    assert (args.debug, args.verbose, args.quiet) == (True, True, False)
+
+
+def test_a_quiet_augment_prints_no_bar_at_all(tmp_path):
+    """In its own process: model loading bars are switched off through the environment."""
+    import subprocess
+
+    corpus = _write_jsonl(
+        tmp_path / "c.jsonl",
+        [{"_id": "1", "text": "Humphrey Bogart once filmed a scene in Lucknow."}],
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "argus_ir.cli",
+            "augment",
+            str(corpus),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Loading weights" not in run.stderr and "%|" not in run.stderr, run.stderr
+    assert "1 documents" in run.stdout

@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS.values():
         module.add_parser(sub)
+    for command in sub.choices.values():  # `argus augment ... --quiet` as well
+        global_options(command, command=True)
     return parser
 
 

@@ -159,12 +159,23 @@ def defaults(add_arguments: Callable[[argparse.ArgumentParser], None], **values:
 # -- option groups -----------------------------------------------------------------------------
 
 
-def global_options(parser: argparse.ArgumentParser) -> None:
-    """``-q``, ``-v`` and ``--debug``, given before the command."""
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log details")
+def global_options(parser: argparse.ArgumentParser, *, command: bool = False) -> None:
+    """``-q``, ``-v`` and ``--debug``: before the command, or (``command``) after it, where an
+    absent flag leaves what was given before the command."""
+    unset = {"default": argparse.SUPPRESS} if command else {}
     parser.add_argument(
-        "--debug", action="store_true", help="show the traceback of an error instead of one line"
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars (model loading and KB indexing included)",
+        **unset,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details", **unset)
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an error instead of one line",
+        **unset,
     )
 
 
