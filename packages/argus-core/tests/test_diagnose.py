@@ -137,7 +137,9 @@ def test_a_description_past_the_window_cannot_move_a_views_vector(minilm):
     start = LONG_DOC.index("Ingrid Bergman")
     m = Mention(start, start + len("Ingrid Bergman"), "Ingrid Bergman", "PERSON")
     risk = EntityRisk("Ingrid Bergman", "PERSON", 0.1, True, (m,))
-    view = descriptor_text(LONG_DOC, [(risk, Passage("x", "Ingrid Bergman", "", "Swedish actress"))])
+    view = descriptor_text(
+        LONG_DOC, [(risk, Passage("x", "Ingrid Bergman", "", "Swedish actress"))]
+    )
     assert "(Swedish actress)" in view
     vectors = minilm.sentence_transformer.encode([LONG_DOC, view])
     assert np.array_equal(vectors[0], vectors[1])  # why augment never diagnoses past the window

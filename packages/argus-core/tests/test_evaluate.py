@@ -342,6 +342,15 @@ def test_ablations_reuse_the_diagnosis_and_embed_each_text_once(tmp_path, monkey
     texts = embedded[1:]  # the query batch, then the corpus and views
     assert len(texts) == len(set(texts))  # every text embedded once over all conditions
     assert c["expansion k_aug=1"].ingest_s > c["original"].ingest_s  # cached views still count
+    # a remedy's ingest is its stages (the diagnosis computes the originals' vectors), as in
+    # benchmarks/ingest_bench.py; conditions of one diagnosis scope share its seconds
+    for name in ("expansion", "merged", "expansion k_aug=1"):
+        stages = c[name].stats["ingest_stages_s"]
+        assert c[name].ingest_s == pytest.approx(sum(stages.values()), abs=0.01)
+    assert (
+        c["expansion"].stats["ingest_stages_s"]["diagnosis"]
+        == c["merged"].stats["ingest_stages_s"]["diagnosis"]
+    )
 
 
 def test_ablation_specs_parse_and_bad_ones_are_named():

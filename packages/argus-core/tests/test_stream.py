@@ -122,7 +122,10 @@ def test_resume_refuses_other_settings_or_another_corpus(argus, shared_data, tmp
         augment_file(argus, corpus, out)
     other = Argus(remedy="expansion", batch_size=16)
     other._loaded.update(argus._loaded)  # same models, another remedy
-    with pytest.raises(ArgusInputError, match=r"other settings \(remedy differ\).*--no-resume"):
+    # the descriptor reads each document's window, expansion the whole: both are named
+    with pytest.raises(
+        ArgusInputError, match=r"other settings \(diagnosis, remedy differ\).*--no-resume"
+    ):
         augment_file(other, corpus, out)
     _corpus(shared_data, corpus, 41)  # one more line at the end: still the same first 32
     shuffled = corpus.read_text("utf-8").splitlines(keepends=True)

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from argus_ir.card import settings_card
 from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, too_long
 from argus_ir.documents import Document, DocumentLike, as_documents
 from argus_ir.encoder.base import PRECISIONS
@@ -226,9 +227,7 @@ class Argus:
 
     def settings_card(self) -> dict[str, Any]:
         """Every setting that changes the output, with the probe and KB as content fingerprints
-        (:func:`argus_ir.settings.settings_card`: cheap, loads no model; adapters' cache key)."""
-        from argus_ir.settings import settings_card
-
+        (:func:`argus_ir.card.settings_card`: cheap, loads no model; adapters' cache key)."""
         return settings_card(self)
 
     def _probe_dir(self) -> Path:

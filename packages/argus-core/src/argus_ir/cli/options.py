@@ -162,7 +162,7 @@ def defaults(add_arguments: Callable[[argparse.ArgumentParser], None], **values:
 def global_options(parser: argparse.ArgumentParser, *, command: bool = False) -> None:
     """``-q``, ``-v`` and ``--debug``: before the command, or (``command``) after it, where an
     absent flag leaves what was given before the command."""
-    unset = {"default": argparse.SUPPRESS} if command else {}
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if command else {}
     parser.add_argument(
         "-q",
         "--quiet",

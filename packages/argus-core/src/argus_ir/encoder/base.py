@@ -276,6 +276,8 @@ class TokenEncoder:
         first tokens are (a word-piece tokenizer splits words on their own) and a mention found in
         it is whole.
         """
+        if not texts:
+            return []
         tok = self.tokenizer(
             list(texts),
             add_special_tokens=False,

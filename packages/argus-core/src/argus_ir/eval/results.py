@@ -27,7 +27,9 @@ class Condition:
         name: ``"original"`` or a remedy.
         entries: Index entries (originals + views).
         index_growth: Entries over corpus size.
-        ingest_s: Wall time to build the index (diagnosis, remedy, embedding).
+        ingest_s: Wall time to build the index, model loads apart: for ``original``, embedding
+            every document; for a remedy, its diagnosis pass (which computes each original's
+            vector too), the remedy and embedding the views (``stats["ingest_stages_s"]``).
         llm_calls: LLM prompts sent.
         stats: The remedy's statistics (``{}`` for ``original``).
         aggregate: Metric -> mean over queries.
