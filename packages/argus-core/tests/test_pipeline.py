@@ -64,6 +64,21 @@ def test_output_is_identical_across_runs_batches_and_pickling(argus, expanded):
     assert _dump(clone.augment(CORPUS)) == _dump(views)
 
 
+def test_the_first_batch_is_small_and_batching_never_changes_the_output(argus):
+    from argus_ir.pipeline import FIRST_BATCH
+
+    corpus = [(f"{i}-{n}", t) for n in range(7) for i, t in CORPUS]  # 35 documents
+    wide = dataclasses.replace(argus, batch_size=24)
+    wide._loaded.update(argus._loaded)
+    sizes = [len(b) for b in wide.process_batches(corpus)]
+    assert sizes == [FIRST_BATCH, 19] and FIRST_BATCH == 16
+    one = [v for b in wide.process_batches(corpus) for _, _, vs in b for v in vs]
+    narrow = dataclasses.replace(argus, batch_size=5)
+    narrow._loaded.update(argus._loaded)
+    assert [len(b) for b in narrow.process_batches(CORPUS)] == [5]  # never above batch_size
+    assert _dump(one) == _dump(narrow.augment(corpus))
+
+
 def test_descriptor_views_only_insert(argus):
     descriptor = dataclasses.replace(argus, remedy="descriptor")
     views = list(descriptor.augment(CORPUS))

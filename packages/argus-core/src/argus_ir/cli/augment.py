@@ -13,6 +13,7 @@ from typing import Any
 from argus_ir.cli.common import argus_settings, corpus_arg
 from argus_ir.cli.options import overwrite_option, remedy_options, retriever_options
 from argus_ir.errors import ArgusInputError
+from argus_ir.pipeline import DEFAULT_BATCH_SIZE
 from argus_ir.remedy import DEFAULT_REMEDY
 from argus_ir.remedy import KINDS as REMEDIES
 
@@ -66,8 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--docs-per-batch",
         type=int,
-        default=64,
-        help="documents per streamed batch; output is checkpointed after each",
+        default=DEFAULT_BATCH_SIZE,
+        help="documents per streamed batch (the first is at most 16); output is checkpointed "
+        "after each",
     )
     p.add_argument(
         "--no-resume",
