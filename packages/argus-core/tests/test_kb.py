@@ -50,6 +50,32 @@ def test_scores_match_a_hand_computed_bm25(kb):
     assert [s for _, s in hits] == pytest.approx([s for s, _ in want], rel=1e-5)
 
 
+def test_postings_scores_are_bm25s_own_to_the_bit_and_ties_go_by_row():
+    """Lookups sum only the query words' postings; the scores must be those bm25s computes over
+    every passage (float32, term by term), and equal scores must come in row order."""
+    from argus_ir.kb.reference import postings_scores, rank
+
+    twins = [
+        Passage(f"t{i}", f"Harbour {i}", "A small fishing harbour on the coast.") for i in range(6)
+    ]
+    kb = ReferenceKB.from_passages(PASSAGES + twins)
+    for words in (
+        ["bohr"],
+        ["capital", "denmark"],
+        ["harbour"],
+        ["harbour", "harbour"],
+        ["nile", "x"],
+    ):
+        rows, scores = postings_scores(kb.index, words)
+        full = kb.index.get_scores(words)
+        assert rows.tolist() == sorted(int(i) for i in full.nonzero()[0])
+        assert scores.tobytes() == full[rows].tobytes()
+    # the six harbours tie on "fishing": best first, then by row
+    ranked = rank(kb.index, "fishing", k=3)
+    assert [r for r, _ in ranked] == [4, 5, 6]
+    assert len({s for _, s in ranked}) == 1
+
+
 def test_lookup_top_k_and_no_hit(kb):
     assert kb.lookup("Niels Bohr")[0][0].title == "Niels Bohr"
     assert len(kb.lookup("Niels Bohr", k=1)) == 1

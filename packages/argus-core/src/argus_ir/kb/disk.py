@@ -41,8 +41,8 @@ from argus_ir.kb.reference import (  # one KB family: the card and index names a
     LOOKUP_CACHE_SIZE,
     Passage,
     _bm25s,
-    _tokenize,
     is_kb_folder,
+    rank,
     read_card,
 )
 from argus_ir.outputs import check_output
@@ -304,41 +304,10 @@ class DiskKB:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        tokens = _tokenize([surface])
-        result: list[tuple[Passage, float]] = []
-        if tokens.ids and tokens.ids[0]:
-            inverse = {i: w for w, i in tokens.vocab.items()}
-            words = [inverse[i] for i in tokens.ids[0]]
-            rows, scores = self._bm25(words)
-            order = np.lexsort((rows, -scores))[:k]
-            ranked = [(int(rows[j]), float(scores[j])) for j in order if scores[j] > 0]
-            first = self._titled_row(key[0])  # the row itself: no second look-up by its id
-            if first is not None:
-                at = np.flatnonzero(rows == first)
-                score = float(scores[at[0]]) if at.size else 0.0
-                ranked = [(first, score)] + [r for r in ranked if r[0] != first]
-            result = [(self._row(i), s) for i, s in ranked[:k]]
+        first = self._titled_row(key[0])  # the row itself: no second look-up by its id
+        result = [(self._row(i), s) for i, s in rank(self.index, surface, k, first)]
         self._cache[key] = result
         return result
-
-    def _bm25(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The BM25 scores of the passages that hold any of ``words``: (rows, scores).
-
-        The same sums over the index's precomputed postings as ``bm25s`` ``get_scores``, but only
-        over the postings of the query's words, not a score array over every passage: a lookup
-        costs what its words occur in, whatever the size of the KB.
-        """
-        vocab = self.index.vocab_dict
-        ids = [vocab[w] for w in words if w in vocab]
-        if not ids:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        index = self.index.scores
-        indptr, indices, data = index["indptr"], index["indices"], index["data"]
-        docs = np.concatenate([indices[indptr[t] : indptr[t + 1]] for t in ids])
-        weights = np.concatenate([data[indptr[t] : indptr[t + 1]] for t in ids])
-        rows, inverse = np.unique(docs, return_inverse=True)
-        scores = np.bincount(inverse, weights=weights, minlength=rows.size).astype(np.float32)
-        return rows.astype(np.int64), scores
 
 
 def load_kb_folder(folder: str | os.PathLike[str]) -> Any:

@@ -98,6 +98,42 @@ def _tokenize(texts: list[str]) -> Any:
     return bm25s.tokenize(texts, stopwords="en", show_progress=False)
 
 
+def postings_scores(index: Any, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 scores of the passages holding any of ``words``, ``(rows, scores)``, rows ascending:
+    bm25s's own sums (float32, term by term: equal to the bit) over the words' postings only, so
+    a lookup costs what its words occur in, whatever the KB's size."""
+    vocab = index.vocab_dict
+    ids = [vocab[w] for w in words if w in vocab]
+    if not ids:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    table = index.scores
+    indptr, indices, data = table["indptr"], table["indices"], table["data"]
+    spans = [(int(indptr[t]), int(indptr[t + 1])) for t in ids]
+    rows = np.unique(np.concatenate([indices[a:b] for a, b in spans]))
+    scores = np.zeros(rows.size, dtype=np.float32)
+    for a, b in spans:  # a word's postings name each passage once: no repeated index in one add
+        scores[np.searchsorted(rows, indices[a:b])] += data[a:b].astype(np.float32)
+    return rows.astype(np.int64), scores
+
+
+def rank(index: Any, surface: str, k: int, first: int | None = None) -> list[tuple[int, float]]:
+    """The ``k`` best passage rows for a surface form with their BM25 scores (both KB kinds):
+    ``first`` (the row titled or aliased with the form) first with its own score, the rest by
+    score, ties by row; no other row of score 0."""
+    tokens = _tokenize([surface])
+    if not tokens.ids or not tokens.ids[0]:
+        return []
+    inverse = {i: w for w, i in tokens.vocab.items()}
+    rows, scores = postings_scores(index, [inverse[i] for i in tokens.ids[0]])
+    order = np.lexsort((rows, -scores))[:k]
+    ranked = [(int(rows[j]), float(scores[j])) for j in order if scores[j] > 0]
+    if first is not None:
+        at = np.searchsorted(rows, first)
+        score = float(scores[at]) if at < rows.size and rows[at] == first else 0.0
+        ranked = [(first, score)] + [r for r in ranked if r[0] != first]
+    return ranked[:k]
+
+
 @runtime_checkable
 class KnowledgeBase(Protocol):
     """What the remedies ask of a KB: a :class:`ReferenceKB`, a gazetteer, or a composite of them.
@@ -319,7 +355,7 @@ class ReferenceKB:
         if folder is not None and is_kb_folder(folder):
             try:
                 return cls.load(folder)
-            except ArgusInputError as exc:  # a cut or foreign folder: built again
+            except (ArgusInputError, OSError) as exc:  # cut, foreign, or being replaced
                 logger.warning("ignoring the KB cache %s (%s); building it again", folder, exc)
         with SHIPPED_LEADS.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
@@ -376,32 +412,10 @@ class ReferenceKB:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        tokens = _tokenize([surface])
-        if not tokens.ids or not tokens.ids[0]:
-            result: list[tuple[Passage, float]] = []
-        else:
-            docs, scores = self.index.retrieve(
-                tokens, k=min(k, len(self.passages)), show_progress=False, n_threads=1
-            )
-            ranked = [(int(i), float(s)) for i, s in zip(docs[0], scores[0]) if s > 0]
-            titled = self._by_title.get(key[0], self._by_alias.get(key[0]))
-            if titled is not None:
-                # the passage titled (or known by an alias) with the surface form comes first
-                ranked = [(titled, self._score(tokens, titled))] + [
-                    r for r in ranked if r[0] != titled
-                ]
-            result = [(self.passages[i], s) for i, s in ranked[:k]]
+        titled = self._by_title.get(key[0], self._by_alias.get(key[0]))
+        result = [(self.passages[i], s) for i, s in rank(self.index, surface, k, titled)]
         self._cache[key] = result
         return result
-
-    def _score(self, tokens: Any, i: int) -> float:
-        """BM25 score of passage ``i`` for a tokenised query."""
-        mask = np.zeros(len(self.passages), dtype=np.float32)
-        mask[i] = 1.0
-        _, scores = self.index.retrieve(
-            tokens, k=1, show_progress=False, n_threads=1, weight_mask=mask
-        )
-        return float(scores[0][0])
 
     # -- persistence ------------------------------------------------------------------------------
 
