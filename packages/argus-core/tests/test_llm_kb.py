@@ -304,3 +304,22 @@ def test_a_dead_kb_llm_is_bounded_and_given_up_on_and_the_run_goes_on(tmp_path, 
     assert code == 0, capsys.readouterr().err
     assert (totals["kb_llm_calls"], totals["kb_llm_failures"]) == (GIVE_UP_AFTER, GIVE_UP_AFTER)
     assert "cannot reach" in totals["kb_llm_gave_up"]
+
+
+def test_kb_llm_waits_30_seconds_by_default_and_what_llm_timeout_says(tmp_path):
+    # the bound on a server that never answers: 30 s a reply unless --llm-timeout says otherwise
+    from argus_ir.cli.augment import _kb_with_llm
+    from argus_ir.cli.main import build_parser
+    from argus_ir.kb.llm import TIMEOUT
+
+    def timeout(*extra: str) -> float:
+        out = str(tmp_path / "o.jsonl")
+        spec = "openai:http://127.0.0.1:9/v1"
+        args = build_parser().parse_args(
+            ["augment", "c.jsonl", "--out", out, "--kb", "wikipedia", "--kb-llm", spec, *extra]
+        )
+        kb = _kb_with_llm(args)
+        return float(kb.sources["llm"].llm.timeout)
+
+    assert timeout() == TIMEOUT == 30.0
+    assert timeout("--llm-timeout", "2.5") == 2.5

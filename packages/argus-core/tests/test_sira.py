@@ -302,10 +302,15 @@ def test_a_rerun_with_the_cache_costs_no_call(tmp_path):
     assert len(retry.prompts) == 1  # failures are not cached
 
 
-def test_a_broken_cache_file_is_named(tmp_path):
+def test_a_broken_cache_file_is_named(tmp_path, caplog):
+    # a damaged line (a write cut short) is named and its reply asked again; the rest is read
     (tmp_path / "calls.jsonl").write_text('{"format": 1, "key": "k", "reply": "r"}\nnot json\n')
-    with pytest.raises(ArgusInputError, match=r"calls.jsonl:2"):
-        CallCache(tmp_path)
+    with caplog.at_level("WARNING"):
+        assert CallCache(tmp_path).get("k") == "r"
+    assert "calls.jsonl: 1 damaged line(s) skipped (first: line 2" in caplog.text
+    (tmp_path / "calls.jsonl").write_text('{"format": 1, "key": "k", "reply": "r"}\n[1, 2]\n')
+    with pytest.raises(ArgusInputError, match=r"calls.jsonl:2: not an argus LLM cache record"):
+        CallCache(tmp_path)  # a record of something else: a foreign file
 
 
 # -- evaluation and the command ----------------------------------------------------------------------

@@ -499,7 +499,7 @@ def test_one_document_whose_diagnosis_raises_is_kept_and_reported(argus, shared_
 
 
 def test_a_document_over_max_chars_is_refused_at_once_and_kept_as_read(
-    argus, shared_data, tmp_path
+    argus, shared_data, tmp_path, monkeypatch
 ):
     """A document longer than ``max_chars`` never reaches NER or the retriever (one of 5 MB took
     minutes and gigabytes before spaCy refused it): it is written back as read, without views,
@@ -515,8 +515,24 @@ def test_a_document_over_max_chars_is_refused_at_once_and_kept_as_read(
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     limited = Argus(remedy="descriptor", batch_size=16, max_chars=5_000)
     limited._loaded.update(argus._loaded)
+    seen: list[str] = []  # every text NER and the retriever are handed
+    diagnoser = limited.diagnoser
+
+    def spied(real):
+        def spy(texts, *args, **kwargs):
+            seen.extend(texts)
+            return real(texts, *args, **kwargs)
+
+        return spy
+
+    for part, name in ((diagnoser.mentions, "extract"), (diagnoser.encoder, "encode")):
+        monkeypatch.setattr(part, name, spied(getattr(part, name)))
     out = tmp_path / "out.jsonl"
     summary = augment_file(limited, corpus, out)
+    monkeypatch.undo()
+    assert (
+        seen and max(map(len, seen)) <= 5_000
+    )  # the long one was never read, not read and dropped
 
     def by_source(path: Path) -> dict[str, list[dict]]:
         grouped: dict[str, list[dict]] = {}

@@ -2,8 +2,9 @@
 KB and probe folders, cache files.
 
 - never an input or another output of the run (compared as resolved paths and as the same file on
-  disk, so ``new/../c.jsonl`` or a hard link is caught before ``new/`` exists), and never a
-  folder that holds one (a folder argus replaces must not contain its input);
+  disk, so ``new/../c.jsonl`` or a hard link is caught before ``new/`` exists), never a folder
+  that holds one (a folder argus replaces must not contain its input), and never a path whose
+  lock file (``OUT.lock``, written and removed by the run) is one;
 - never an existing file, or a non-empty folder, without ``--overwrite`` (``overwrite=True`` from
   Python); a non-empty folder that is not the kind of folder the command writes (a KB, a probe,
   a Ray output) is refused even with it;
@@ -96,12 +97,18 @@ def check_output(
     shown = f"{flag} {path}" if flag.startswith("--") else str(path)
     target = resolved(path)
     named = [*(taken or {}).items(), *(("an input", p) for p in inputs)]
+    lock = lock_path(target)
     for what, other in named:
         if other is None:
             continue
         other_path = resolved(other)
         if _same(target, other_path):
             raise ArgusInputError(f"{shown} is {what}; write the output somewhere else")
+        if _same(lock, other_path):  # the lock is written, then removed: never over an input
+            raise ArgusInputError(
+                f"{shown} would be locked through {lock.name}, which is {what}; write the "
+                "output somewhere else"
+            )
         if folder and target in other_path.parents:
             raise ArgusInputError(
                 f"{shown} holds {what} ({other}); write the output somewhere else"

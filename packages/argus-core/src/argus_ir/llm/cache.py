@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.io import iter_jsonl
 from argus_ir.llm.base import LLM, Generation
 
 __all__ = ["CallCache", "CallCount", "cached_generate"]
+
+logger = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
 CHUNK = 16
@@ -36,7 +39,10 @@ class CallCache:
     """LLM replies on disk, keyed by prompt version, the backend's fingerprint (model and decoding
     settings), the reply's token cap and the prompt.
 
-    One append-only ``calls.jsonl``; failed calls are not stored, so a rerun retries them.
+    One append-only ``calls.jsonl``; failed calls are not stored, so a rerun retries them. Each
+    chunk of replies is appended in one write, so runs sharing a cache do not interleave lines. A
+    line cut short (a run killed mid-write, a full disk) is skipped with a warning and asked
+    again; a whole record that is not an argus cache record is refused (a foreign file).
     """
 
     def __init__(self, folder: str | Path) -> None:
@@ -44,10 +50,30 @@ class CallCache:
         self.path = self.folder / "calls.jsonl"
         self._replies: dict[str, str] = {}
         if self.path.exists():
-            for where, row in iter_jsonl(self.path):
+            self._read()
+
+    def _read(self) -> None:
+        damaged = []
+        with open(self.path, "rb") as fh:
+            for n, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    row = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    damaged.append(n)  # a write cut short: that reply is asked again
+                    continue
                 if not isinstance(row, dict) or row.get("format") != CACHE_FORMAT:
-                    raise ArgusInputError(f"{self.path}:{where}: not an argus LLM cache record")
+                    raise ArgusInputError(f"{self.path}:{n}: not an argus LLM cache record")
                 self._replies[row["key"]] = row["reply"]
+        if damaged:
+            logger.warning(
+                "%s: %d damaged line(s) skipped (first: line %d; a run cut mid-write?); "
+                "those replies are asked again",
+                self.path,
+                len(damaged),
+                damaged[0],
+            )
 
     @staticmethod
     def key(version: str, llm: LLM, prompt: str, max_tokens: int) -> str:
@@ -69,11 +95,23 @@ class CallCache:
         if not items:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            for key, version, reply in items:
-                self._replies[key] = reply
-                row = {"format": CACHE_FORMAT, "key": key, "prompt": version, "reply": reply}
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        lines = []
+        for key, version, reply in items:
+            self._replies[key] = reply
+            row = {"format": CACHE_FORMAT, "key": key, "prompt": version, "reply": reply}
+            try:
+                lines.append((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+            except UnicodeEncodeError:  # a lone surrogate: JSON's escapes keep it
+                lines.append((json.dumps(row) + "\n").encode("ascii"))
+        data = b"".join(lines)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            if os.fstat(fd).st_size and os.pread(fd, 1, os.fstat(fd).st_size - 1) != b"\n":
+                data = b"\n" + data  # after a cut line: ours starts on a line of its own
+            while data:  # the chunk in one append (O_APPEND), not line by line
+                data = data[os.write(fd, data) :]
+        finally:
+            os.close(fd)
 
 
 @dataclass

@@ -20,14 +20,17 @@ from typing import IO, Any
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import naming_file
-from argus_ir.outputs import lock_path
+from argus_ir.outputs import check_output, lock_path
 
 __all__ = [
     "CHECKPOINT_VERSION",
+    "check_paths",
     "checkpoint_path",
+    "corpus_file",
     "kb_llm_cache_path",
     "load_checkpoint",
     "lock_path",
+    "stats_file_for",
 ]
 
 CHECKPOINT_VERSION = 1
@@ -39,6 +42,16 @@ def _chain(digest: str, doc: Document) -> str:
     for part in (doc.id, doc.title, doc.text):
         h.update(b"\x00" + part.encode("utf-8", "surrogatepass"))  # lone surrogates too
     return h.hexdigest()
+
+
+def corpus_file(path: Path) -> Path:
+    """The file a corpus argument names: itself, or a BEIR folder's ``corpus.jsonl(.gz)``."""
+    if path.is_dir():
+        found = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
+        if not found:
+            raise ArgusInputError(f"{path} is a folder without corpus.jsonl (not a BEIR dataset)")
+        return found[0]
+    return path
 
 
 def checkpoint_path(out: str | os.PathLike[str]) -> Path:
@@ -145,3 +158,56 @@ class _reopen:
         assert self.fh is not None
         with naming_file(self.path):  # the last flush may meet a full disk
             self.fh.close()
+
+
+def stats_file_for(
+    out: str | os.PathLike[str] | None, stats: str | os.PathLike[str] | None
+) -> Path | None:
+    """The stats file of a run: ``stats`` as given, else ``OUT.stats.json`` (none without ``out``)."""
+    if stats is not None:
+        return Path(stats)
+    if out is None:
+        return None
+    out = Path(out)
+    return out.with_name(out.name + ".stats.json")
+
+
+def check_paths(
+    corpus: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None,
+    stats: str | os.PathLike[str] | None,
+    *,
+    overwrite: bool = False,
+    cli: bool = False,
+) -> None:
+    """Refuse an ``out`` or stats file :func:`argus_ir.outputs.check_output` refuses: either one the
+    input (or ``out``'s partial, checkpoint or lock file the input), existing without
+    ``overwrite``, or the stats file one of the run's other files.
+
+    Args:
+        cli: Name the paths by their options (``--out``, ``--stats``) in messages.
+    """
+    out_flag, stats_flag = ("--out", "--stats") if cli else ("out", "stats_path")
+    taken: dict[str, Path | str | os.PathLike[str] | None] = {
+        "the input corpus": corpus_file(Path(corpus))
+    }
+    if out is not None:
+        check_output(out, flag=out_flag, taken=taken, overwrite=overwrite)
+        partial, rows_file = _partial_paths(Path(out))
+        own = {
+            "the run's partial output": partial,
+            "the run's partial stats": rows_file,
+            "the run's checkpoint": checkpoint_path(out),
+            "the run's lock file": lock_path(out),
+        }
+        for path in own.values():  # the run's own files: replaced, never the input
+            check_output(path, flag="", taken=taken, overwrite=True)
+        cache = kb_llm_cache_path(out)  # a folder the next run on out reuses, never the input
+        check_output(cache, flag="", taken=taken, overwrite=True, folder=True, is_kind=_any)
+        taken.update({out_flag: out, **own})
+    if stats is not None:
+        check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite)
+
+
+def _any(folder: Path) -> bool:
+    return True

@@ -270,6 +270,17 @@ def augment_files(
         kind="Ray output folder (Parquet files only)",
         is_kind=is_output_folder,
     )
+    partial = out.with_name(f".{out.name}.partial")
+    # an earlier failed run's partial output is replaced; never an input, never another folder
+    check_output(
+        partial,
+        flag="",
+        inputs=[source],
+        overwrite=True,
+        folder=True,
+        kind="partial Ray output (Parquet files only)",
+        is_kind=is_output_folder,
+    )
     check_corpus(path, kind)
     if not ray.is_initialized():
         local = address is None and not os.environ.get("RAY_ADDRESS")
@@ -284,7 +295,6 @@ def augment_files(
     ds = augment_dataset(
         read_documents(source), argus, workers=workers, cpus_per_worker=cpus_per_worker
     )
-    partial = out.with_name(f".{out.name}.partial")
     if partial.exists():
         shutil.rmtree(partial)
     try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from argus_ir.documents import Document, iter_documents
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import atomic_path, json_text, naming_file
 from argus_ir.lineage import ARGUS_KEYS, VIEW_KEY
-from argus_ir.outputs import check_output, claim_output
+from argus_ir.outputs import claim_output
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats, View
 from argus_ir.remedy.texts import VIEW_ID, VIEW_UUID
@@ -45,10 +46,12 @@ from argus_ir.runners.checkpoint import (
     _partial_paths,
     _reopen,
     _skip_done,
+    check_paths,
     checkpoint_path,
-    kb_llm_cache_path,
+    corpus_file,
     load_checkpoint,
     lock_path,
+    stats_file_for,
 )
 
 __all__ = [
@@ -57,6 +60,7 @@ __all__ = [
     "augment_file",
     "check_paths",
     "checkpoint_path",
+    "corpus_file",
     "count_records",
     "iter_corpus",
     "lock_path",
@@ -88,16 +92,6 @@ class StreamSummary:
 def iter_corpus(path: str | os.PathLike[str]) -> Iterator[Document]:
     """Documents of a corpus file, or of a BEIR dataset folder's ``corpus.jsonl(.gz)``, streamed."""
     return iter_documents(corpus_file(Path(path)))
-
-
-def corpus_file(path: Path) -> Path:
-    """The file a corpus argument names: itself, or a BEIR folder's ``corpus.jsonl(.gz)``."""
-    if path.is_dir():
-        found = [path / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (path / n).is_file()]
-        if not found:
-            raise ArgusInputError(f"{path} is a folder without corpus.jsonl (not a BEIR dataset)")
-        return found[0]
-    return path
 
 
 def count_records(path: str | os.PathLike[str]) -> int | None:
@@ -203,71 +197,39 @@ def augment_file(
     stats_file = stats_file_for(out_path, stats_path)
     card = argus.settings_card()
     described = dict(settings) if settings is not None else card
-    if dry_run:
-        check_paths(corpus, None, stats_file, overwrite=overwrite)
-        total = count_records(corpus) if total is None else total
-        return _dry_run(argus, corpus, out_path, stats_file, described, total, show_progress)
-    assert out_path is not None
     source = {"the input corpus": corpus_file(Path(corpus))}
-    with claim_output(out_path, flag="out", taken=source, overwrite=overwrite):
+    # --stats is claimed for the whole run too: a run on another --out cannot write it meanwhile
+    stats_claim = (
+        contextlib.nullcontext()
+        if stats_file is None
+        else claim_output(
+            stats_file,
+            flag="stats_path",
+            taken={**source, "out": out_path},
+            overwrite=overwrite,
+        )
+    )
+    if dry_run:
+        with stats_claim:
+            check_paths(corpus, None, stats_file, overwrite=overwrite)
+            total = count_records(corpus) if total is None else total
+            return _dry_run(argus, corpus, out_path, stats_file, described, total, show_progress)
+    assert out_path is not None
+    with claim_output(out_path, flag="out", taken=source, overwrite=overwrite), stats_claim:
         check_paths(corpus, out_path, stats_file, overwrite=overwrite)
         total = count_records(corpus) if total is None else total
         return _run(
-            argus, corpus, out_path, stats_file, card, described, total, resume, show_progress
+            argus,
+            corpus,
+            out_path,
+            stats_file,
+            card,
+            described,
+            total,
+            resume,
+            show_progress,
+            overwrite,
         )
-
-
-def stats_file_for(
-    out: str | os.PathLike[str] | None, stats: str | os.PathLike[str] | None
-) -> Path | None:
-    """The stats file of a run: ``stats`` as given, else ``OUT.stats.json`` (none without ``out``)."""
-    if stats is not None:
-        return Path(stats)
-    if out is None:
-        return None
-    out = Path(out)
-    return out.with_name(out.name + ".stats.json")
-
-
-def check_paths(
-    corpus: str | os.PathLike[str],
-    out: str | os.PathLike[str] | None,
-    stats: str | os.PathLike[str] | None,
-    *,
-    overwrite: bool = False,
-    cli: bool = False,
-) -> None:
-    """Refuse an ``out`` or stats file :func:`argus_ir.outputs.check_output` refuses: either one the
-    input (or ``out``'s partial, checkpoint or lock file the input), existing without
-    ``overwrite``, or the stats file one of the run's other files.
-
-    Args:
-        cli: Name the paths by their options (``--out``, ``--stats``) in messages.
-    """
-    out_flag, stats_flag = ("--out", "--stats") if cli else ("out", "stats_path")
-    taken: dict[str, Path | str | os.PathLike[str] | None] = {
-        "the input corpus": corpus_file(Path(corpus))
-    }
-    if out is not None:
-        check_output(out, flag=out_flag, taken=taken, overwrite=overwrite)
-        partial, rows_file = _partial_paths(Path(out))
-        own = {
-            "the run's partial output": partial,
-            "the run's partial stats": rows_file,
-            "the run's checkpoint": checkpoint_path(out),
-            "the run's lock file": lock_path(out),
-        }
-        for path in own.values():  # the run's own files: replaced, never the input
-            check_output(path, flag="", taken=taken, overwrite=True)
-        cache = kb_llm_cache_path(out)  # a folder the next run on out reuses, never the input
-        check_output(cache, flag="", taken=taken, overwrite=True, folder=True, is_kind=_any)
-        taken.update({out_flag: out, **own})
-    if stats is not None:
-        check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite)
-
-
-def _any(folder: Path) -> bool:
-    return True
 
 
 def scan_corpus(corpus: str | os.PathLike[str]) -> int:
@@ -330,9 +292,13 @@ def _dry_run(
         for _ in rows:
             pass
     else:
-        rows_file = stats_file.with_name(stats_file.name + ".rows")
+        # the rows wait in a file of a new name beside the stats: no file of the user's is reused
+        fd, name = tempfile.mkstemp(
+            prefix=f".{stats_file.name}.", suffix=".rows", dir=stats_file.parent
+        )
+        rows_file = Path(name)
         try:
-            with open(rows_file, "w", encoding="utf-8") as fh:
+            with open(fd, "w", encoding="utf-8") as fh:
                 for row in rows:
                     fh.write(json_line(row))
             _write_stats(stats_file, corpus, True, settings, stats, rows_file)
@@ -351,6 +317,7 @@ def _run(
     total: int | None,
     resume: bool,
     show_progress: bool | None,
+    overwrite: bool = False,
 ) -> StreamSummary:
     partial, rows_file = _partial_paths(out)
     ckpt_file = checkpoint_path(out)
@@ -397,7 +364,8 @@ def _run(
             rows_file.unlink(missing_ok=True)
         raise
     done = int(state["documents_done"])
-    if stats_file is not None:
+    if stats_file is not None:  # checked again (under its lock) right before it is written
+        check_paths(corpus, out, stats_file, overwrite=overwrite)
         _write_stats(stats_file, corpus, False, settings, stats, rows_file)
     os.replace(partial, out)
     rows_file.unlink(missing_ok=True)
