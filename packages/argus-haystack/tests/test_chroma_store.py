@@ -59,7 +59,11 @@ def _reference(entries: list[Document], query: list[float], top_k: int) -> list[
 
 
 @pytest.mark.parametrize("space", ["cosine", "l2", "ip"])
-def test_chroma_distances_are_folded_as_relevance_like_a_cosine_reference(chroma_corpus, space):
+def test_defect_1_chroma_distances_are_folded_as_relevance_like_a_cosine_reference(
+    chroma_corpus, space
+):
+    """Distances folded as similarities (issue 32, 1): chroma-haystack's scores are distances in
+    every space; collapsed, they rank and score as cosine does, all twelve queries."""
     entries = chroma_corpus["entries"]
     store = _store(chroma_corpus["path"], space)  # reopened from disk
     pipe = _query_pipeline(store, fetch=len(entries), top_k=5)
@@ -70,7 +74,9 @@ def test_chroma_distances_are_folded_as_relevance_like_a_cosine_reference(chroma
         assert [d.score for d in got] == pytest.approx([s for _, s in want], abs=1e-4), query
 
 
-def test_originals_outside_the_hits_are_read_from_chroma(chroma_corpus):
+def test_defect_4_originals_outside_the_hits_are_read_from_chroma(chroma_corpus):
+    """A filter the store refuses (issue 32, 4): chroma-haystack takes only ``==`` on ids; the
+    originals a query hit only through views are read all the same, on every query."""
     store = _store(chroma_corpus["path"], "cosine")
     pipe = _query_pipeline(store, fetch=2, top_k=2)
     retriever = ChromaEmbeddingRetriever(document_store=store, top_k=2)

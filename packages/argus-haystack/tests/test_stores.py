@@ -81,8 +81,12 @@ def _query_pipeline(store: Any, fetch: int) -> Pipeline:
     return pipe
 
 
-def _ask(pipe: Any, embedding: list[float]) -> list[Document]:
-    return pipe.run({"retriever": {"query_embedding": embedding}})["collapser"]["documents"]
+def _ask(pipe: Any, embedding: list[float], top_k: int | None = None) -> list[Document]:
+    """The pipeline's collapsed documents; ``top_k``: the retriever's, for this run."""
+    asked: dict[str, Any] = {"query_embedding": embedding}
+    if top_k is not None:
+        asked["top_k"] = top_k
+    return pipe.run({"retriever": asked})["collapser"]["documents"]
 
 
 def _reference(entries: list[Document], embedding: list[float]) -> list[tuple[str, float]]:
@@ -93,18 +97,32 @@ def _reference(entries: list[Document], embedding: list[float]) -> list[tuple[st
     return [(src, score) for src, score, _ in ranked]
 
 
-def _check_all_queries(store: Any, queries: dict[str, list[float]]) -> None:
-    """Query + collapse over the whole store equals the cosine reference, for every query."""
+def _check_all_queries(
+    store: Any, queries: dict[str, list[float]], pipe: Pipeline | None = None
+) -> None:
+    """Query + collapse over the whole store equals the cosine reference, for every query
+    (through ``pipe``, its retriever asked for every entry, when given)."""
     entries = store.filter_documents()
-    pipe = _query_pipeline(store, fetch=len(entries))
+    pipe = pipe or _query_pipeline(store, fetch=len(entries))
     texts = {e.id: e.content for e in entries}
+    assert len(queries) == 12
     for query, embedding in queries.items():
-        got = _ask(pipe, embedding)
-        want = _reference(entries, embedding)
-        assert [d.id for d in got] == [src for src, _ in want], query
-        assert [d.score for d in got] == pytest.approx([s for _, s in want], abs=1e-4), query
-        assert all(d.meta["argus_view"] == "original" for d in got), query
-        assert all(d.content == texts[d.id] for d in got), query
+        got = _ask(pipe, embedding, top_k=len(entries))
+        _check_against_the_reference(query, got, entries, embedding, texts)
+
+
+def _check_against_the_reference(
+    query: str,
+    got: list[Document],
+    entries: list[Document],
+    embedding: list[float],
+    texts: dict[str, str | None],
+) -> None:
+    want = _reference(entries, embedding)
+    assert [d.id for d in got] == [src for src, _ in want], query
+    assert [d.score for d in got] == pytest.approx([s for _, s in want], abs=1e-4), query
+    assert all(d.meta["argus_view"] == "original" for d in got), query
+    assert all(d.content == texts[d.id] for d in got), query
 
 
 def _entries_of(store: Any, source: str) -> list[Document]:
@@ -209,7 +227,10 @@ def test_close_and_reopen(augmented, store_at, ingested):
     _check_all_queries(reopened, augmented.queries)
 
 
-def test_yaml_round_trip_shares_the_retrievers_store(augmented, store_at, ingested):
+def test_defect_6_yaml_round_trip_shares_the_retrievers_store(augmented, store_at, ingested):
+    """Haystack YAML round trip with a local Qdrant (issue 32, 6): the loaded collapser shares
+    the loaded retriever's store (a second copy could not open the folder); with few hits it
+    answers as before, and over every entry as the cosine reference, all twelve queries."""
     pipe = _query_pipeline(ingested, fetch=3)  # few hits: many sources need their original read
     before = {q: _ask(pipe, e) for q, e in augmented.queries.items()}
     retriever = pipe.get_component("retriever")
@@ -229,38 +250,57 @@ def test_yaml_round_trip_shares_the_retrievers_store(augmented, store_at, ingest
         assert [(d.id, d.content, d.score) for d in after[query]] == [
             (d.id, d.content, pytest.approx(d.score, abs=1e-6)) for d in before[query]
         ], query
+    _check_all_queries(shared, augmented.queries, pipe=loaded)
     _close(shared)
 
 
 def test_async_query_and_delete(augmented, ingested):
+    """``run_async`` over every entry equals the cosine reference for all twelve queries; with few
+    hits (originals read) it answers as the synchronous run did; ``adelete_sources`` removes the
+    target and its views."""
     entries = ingested.filter_documents()
+    texts = {e.id: e.content for e in entries}
     n = len(_entries_of(ingested, TARGET))
-    embedding = augmented.queries[SCENARIO.query]
+    queries = augmented.queries
+    assert len(queries) == 12
+    few = {q: _ask(_query_pipeline(ingested, fetch=3), e) for q, e in queries.items()}
+    top3 = _retriever(ingested, 3)
+    hit = {q: {d.id for d in top3.run(query_embedding=e)["documents"]} for q, e in queries.items()}
+    assert sum(len({d.id for d in few[q]} - hit[q]) for q in queries) >= 3  # originals read
     if isinstance(ingested, QdrantDocumentStore):
         _close(ingested)  # the async client opens the folder itself
-        pipe = Pipeline()
-        pipe.add_component("retriever", _retriever(ingested, len(entries)))
-        pipe.add_component("collapser", ArgusCollapser(top_k=TOP_K, document_store=ingested))
-        pipe.connect("retriever.documents", "collapser.documents")
+        pipe = _query_pipeline(ingested, fetch=len(entries))
 
-        async def query_and_delete() -> tuple[list[Document], int, int]:
-            out = await pipe.run_async({"retriever": {"query_embedding": embedding}})
+        async def query_and_delete() -> tuple[dict, dict, int, int]:
+            every, some = {}, {}
+            for query, embedding in queries.items():
+                for top_k, out in ((len(entries), every), (3, some)):
+                    asked = {"query_embedding": embedding, "top_k": top_k}
+                    got = await pipe.run_async({"retriever": asked})
+                    out[query] = got["collapser"]["documents"]
             deleted = await adelete_sources(ingested, [TARGET])
             left = await ingested.count_documents_async()
             await ingested.close_async()
-            return out["collapser"]["documents"], deleted, left
+            return every, some, deleted, left
 
-        got, deleted, left = asyncio.run(query_and_delete())
+        every, some, deleted, left = asyncio.run(query_and_delete())
         assert left == len(entries) - n
-        want = _reference(entries, embedding)
     else:  # local Chroma has no async client: both fall back to the sync path
-        hits = _retriever(ingested, 3).run(query_embedding=embedding)["documents"]
+        retriever = _retriever(ingested, len(entries))
         collapser = ArgusCollapser(top_k=TOP_K, document_store=ingested)
-        got = asyncio.run(collapser.run_async(documents=hits))["documents"]
-        want = [(d.id, d.score) for d in collapser.run(documents=hits)["documents"]]
-        assert any(d.id not in {h.id for h in hits} for d in got)  # an original was read
+
+        def run_async(embedding: list[float], top_k: int) -> list[Document]:
+            hits = retriever.run(query_embedding=embedding, top_k=top_k)["documents"]
+            return asyncio.run(collapser.run_async(documents=hits))["documents"]
+
+        every = {q: run_async(e, len(entries)) for q, e in queries.items()}
+        some = {q: run_async(e, 3) for q, e in queries.items()}
         deleted = asyncio.run(adelete_sources(ingested, [TARGET]))
-    assert [(d.id, d.score) for d in got] == [(s, pytest.approx(v, abs=1e-4)) for s, v in want]
+    for query, embedding in queries.items():
+        _check_against_the_reference(query, every[query], entries, embedding, texts)
+        assert [(d.id, d.content, d.score) for d in some[query]] == [
+            (d.id, d.content, pytest.approx(d.score, abs=1e-6)) for d in few[query]
+        ], query
     assert deleted == n
     assert not _entries_of(ingested, TARGET)
 

@@ -61,10 +61,11 @@ def _cosine_reference(store: Chroma, embeddings: Embeddings, query: str, k: int)
 
 
 @pytest.mark.filterwarnings(NEGATIVE_COSINE)
-def test_chroma_distances_rank_sources_as_the_cosine_reference(
+def test_defect_1_chroma_distances_rank_sources_as_the_cosine_reference(
     chroma, embeddings, augmented, queries
 ):
-    """Chroma's scores are distances; the retriever must rank as cosine similarity does."""
+    """Distances folded as similarities (issue 32, 1): Chroma's scores are distances; the
+    retriever must rank as cosine similarity does, all twelve queries."""
     originals = {d.id: d.page_content for d in augmented if d.metadata[VIEW_KEY] == "original"}
     retriever = ArgusRetriever(vectorstore=chroma, k=3, fetch_k=len(augmented))  # every entry
     lifted_by_a_view = 0
@@ -80,10 +81,10 @@ def test_chroma_distances_rank_sources_as_the_cosine_reference(
 
 
 @pytest.mark.filterwarnings(NEGATIVE_COSINE)
-def test_chroma_original_without_metadata_is_dropped_not_served_by_a_view(
+def test_defect_7_chroma_original_without_metadata_is_dropped_not_served_by_a_view(
     chroma, caplog, bare, scenario_ids
 ):
-    """langchain-chroma's get_by_ids raises pydantic's ValidationError for an entry stored
+    """LangChain + Chroma fetch path (issue 32, 7): langchain-chroma's get_by_ids raises pydantic's ValidationError for an entry stored
     without metadata; the retriever retries id by id, logs it and drops that source (a view never
     stands in for its original); the next source takes its place."""
     sci = scenario_ids["sci-2"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -102,6 +103,37 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         vector_store, docstore = self._stores()
+        steps = self._collapse(nodes, vector_store, docstore)
+        try:
+            missing = next(steps)
+            while True:
+                fetched = _from_vector_store(vector_store, missing)
+                fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
+                missing = steps.send(fetched)
+        except StopIteration as done:
+            return list(done.value)
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        """As :meth:`_postprocess_nodes`, reading originals with the store's async ``aget_nodes``
+        (a Qdrant store given only an ``AsyncQdrantClient`` has no synchronous read)."""
+        vector_store, docstore = self._stores()
+        steps = self._collapse(nodes, vector_store, docstore)
+        try:
+            missing = next(steps)
+            while True:
+                fetched = await _from_vector_store_async(vector_store, missing)
+                fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
+                missing = steps.send(fetched)
+        except StopIteration as done:
+            return list(done.value)
+
+    def _collapse(
+        self, nodes: list[NodeWithScore], vector_store: Any, docstore: Any
+    ) -> Generator[list[str], dict[str, BaseNode], list[NodeWithScore]]:
+        """Fold ``nodes``; yields the source ids whose originals it must read, receives what was
+        read, returns the results (one loop for the sync and the async read)."""
         relevance = relevance_of(self.scores, vector_store)
         folded = fold_hits(
             nodes,
@@ -120,8 +152,7 @@ class ArgusPostprocessor(BaseNodePostprocessor):
             batch = folded[start : start + wanted - len(out)]
             start += len(batch)
             missing = [f.source_id for f in batch if f.original is None]
-            fetched = _from_vector_store(vector_store, missing)
-            fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
+            fetched = (yield missing) if missing else {}
             for source in batch:
                 if source.original is not None:
                     node: BaseNode | None = source.original.node
@@ -162,6 +193,25 @@ def _from_vector_store(store: Any, ids: list[str]) -> dict[str, BaseNode]:
         try:
             fetched.update(_by_id(store.get_nodes(node_ids=[one]), [one]))
         except Exception as exc:  # the docstore may have it; else the source is dropped
+            _log_failure(store, [one], exc)
+    return fetched
+
+
+async def _from_vector_store_async(store: Any, ids: list[str]) -> dict[str, BaseNode]:
+    """:func:`_from_vector_store` through the store's ``aget_nodes``."""
+    if not ids or store is None or not getattr(store, "stores_text", False):
+        return {}
+    try:
+        return _by_id(await store.aget_nodes(node_ids=ids), ids)
+    except NotImplementedError:
+        return {}
+    except Exception as exc:
+        _log_failure(store, ids, exc)
+    fetched: dict[str, BaseNode] = {}
+    for one in ids:
+        try:
+            fetched.update(_by_id(await store.aget_nodes(node_ids=[one]), [one]))
+        except Exception as exc:
             _log_failure(store, [one], exc)
     return fetched
 
