@@ -73,7 +73,7 @@ def _cosine_reference(index: VectorStoreIndex, embed_model, query: str, k: int) 
     )
 
 
-def test_chroma_originals_outside_the_top_k_are_read_from_the_vector_store(
+def test_defect_9_chroma_originals_outside_the_top_k_are_read_from_the_vector_store(
     indexes, chroma_path, corpus, embed_model
 ):
     index = indexes["cosine"]

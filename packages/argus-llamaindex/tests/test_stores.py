@@ -191,7 +191,9 @@ def test_query_and_fold_match_the_cosine_reference(filled, corpus, embed_model, 
     )
 
 
-def test_originals_outside_the_hits_are_read_from_the_store(filled, corpus, embed_model, asked):
+def test_defect_9_originals_outside_the_hits_are_read_from_the_store(
+    filled, corpus, embed_model, asked
+):
     """Issue defect 9: the index keeps no docstore; the originals come from the vector store."""
     index = filled.index(embed_model)
     assert not index.docstore.docs
@@ -258,7 +260,9 @@ def _texts_returned(store: Store, embed_model, asked: dict[str, QueryBundle]) ->
     return out
 
 
-def test_delete_ref_doc_removes_a_document_and_its_views(fresh, corpus, embed_model, asked):
+def test_defect_11_delete_ref_doc_removes_a_document_and_its_views(
+    fresh, corpus, embed_model, asked
+):
     """Issue defect 11: without a splitter, delete_ref_doc left the document itself behind (its
     ref doc id was stored as "None")."""
     target = corpus.id(SCENARIO.target)
