@@ -135,8 +135,10 @@ def demo(session: nox.Session) -> None:
     default it advertises (without it, it warns and falls back to the Wikipedia leads).
     """
     _install_core(session, "st,xgboost,spacy,places")
-    out = session.posargs[0] if session.posargs else str(ROOT / "argus-demo")
-    session.run("argus", "demo", "--out", out, env={"HF_HUB_OFFLINE": "1"})
+    # the default folder is the session's own: a second run replaces the first; a folder named
+    # on the command line follows the write rule (a non-empty one needs `-- DIR --overwrite`)
+    out = session.posargs or [str(ROOT / "argus-demo"), "--overwrite"]
+    session.run("argus", "demo", "--out", *out, env={"HF_HUB_OFFLINE": "1"})
 
 
 @nox.session
