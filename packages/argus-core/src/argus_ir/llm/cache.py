@@ -40,9 +40,9 @@ class CallCache:
     settings), the reply's token cap and the prompt.
 
     One append-only ``calls.jsonl``; failed calls are not stored, so a rerun retries them. Each
-    chunk of replies is appended in one write, so runs sharing a cache do not interleave lines. A
-    line cut short (a run killed mid-write, a full disk) is skipped with a warning and asked
-    again; a whole record that is not an argus cache record is refused (a foreign file).
+    chunk of replies is appended in one write (``O_APPEND``). A line cut short (a run killed
+    mid-write, a full disk) is skipped with a warning and asked again; a whole record that is not
+    an argus cache record is refused (a foreign file).
     """
 
     def __init__(self, folder: str | Path) -> None:
