@@ -72,3 +72,19 @@ def test_no_texts_and_mismatched_keys():
     assert cached_vectors([], [], Embedder(), None).shape == (0, 2)
     with pytest.raises(ValueError, match="2 texts but 1 keys"):
         cached_vectors(["a", "b"], ["k"], Embedder(), None)
+
+
+def test_two_caches_on_one_folder_never_overwrite_each_others_shards(tmp_path):
+    # two runs sharing a cache folder, each opened before the other wrote: both used to write
+    # shard-000000.npz, and the second replaced the first's vectors
+    first, second = VectorCache(tmp_path, dim=2), VectorCache(tmp_path, dim=2)
+    first.add({"a": np.ones(2, np.float32)})
+    second.add({"b": np.zeros(2, np.float32)})
+    first.add({"c": np.full(2, 2.0, np.float32)})
+    again = VectorCache(tmp_path, dim=2)
+    assert sorted(again._data) == ["a", "b", "c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "shard-000000.npz",
+        "shard-000001.npz",
+        "shard-000002.npz",
+    ]

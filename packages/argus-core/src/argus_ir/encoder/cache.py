@@ -8,14 +8,15 @@ where it stopped: the next run encodes only what no shard holds yet. Loading use
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.io import atomic_path
 
 __all__ = ["VectorCache", "cached_vectors", "span_key", "text_key"]
 
@@ -93,8 +94,19 @@ class VectorCache:
         keys = np.array(list(items), dtype=str)
         vecs = np.stack([np.asarray(v, dtype=np.float32) for v in items.values()])
         self.folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(self.folder / f"shard-{self._next:06d}.npz") as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, keys=keys, vectors=vecs)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".shard-", suffix=".tmp")
+        try:
+            with open(fd, "wb") as fh:
+                np.savez(fh, keys=keys, vectors=vecs)
+            while True:  # a name no shard has: another process on this folder may have taken one
+                target = self.folder / f"shard-{self._next:06d}.npz"
+                try:
+                    os.link(tmp, target)  # never replaces an existing shard
+                    break
+                except FileExistsError:
+                    self._next += 1
+        finally:
+            os.unlink(tmp)
         self._next += 1
         self._data.update(zip(keys.tolist(), vecs))
 
