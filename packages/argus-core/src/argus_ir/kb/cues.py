@@ -10,6 +10,7 @@ __all__ = [
     "NEVER_PLACE_LABELS",
     "PLACE_PREPOSITIONS",
     "cued_place",
+    "ends_phrase",
     "written_as_person",
     "written_as_place",
 ]
@@ -43,6 +44,17 @@ def written_as_place(surface: str, context: str | None) -> bool:
     if not context or not surface.strip():
         return False
     pattern = rf"\b{_PREPOSITION}\s+(?:the\s+)?{re.escape(surface.strip())}{_PHRASE_END}"
+    return re.search(pattern, context) is not None
+
+
+def ends_phrase(surface: str, context: str | None) -> bool:
+    """Whether ``context`` writes ``surface`` somewhere as a whole name that ends its phrase
+    (followed by punctuation, the end, a function word or a past-tense verb, as in
+    :func:`written_as_place`), not as a word of a longer term: "Renyi's entropy", "the Tet (ten
+    eleven translocation) proteins", "Leigh syndrome". No context: nothing to say otherwise."""
+    if not context or not surface.strip():
+        return True
+    pattern = rf"(?<![\w'’-]){re.escape(surface.strip())}{_PHRASE_END}"
     return re.search(pattern, context) is not None
 
 

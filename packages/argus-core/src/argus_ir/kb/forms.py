@@ -19,7 +19,11 @@ A KB answer found by a shared word is usually about another entity (the hand lab
   in West Asia", "town in Slovenia").
 
 - :func:`is_common_word`: "Rates", "Model" or "Hot" inside a venue's name is a word, not a
-  village.
+  village;
+- :func:`spells`: an acronym is answered by a BM25 passage whose title it abbreviates ("FDR" →
+  Franklin D. Roosevelt, "VAT" → Value-added tax);
+- :func:`alias_agrees`: a redirect to a broader or neighbouring article is not an alias
+  ("Research Center" → Research, "Guiana Highlands" → Guiana Shield, "NSCLC" → Lung cancer).
 
 Given names: the 1990 US Census first-name tables (public domain; 5,163 names,
 ``argus_ir/data/given_names.txt``); common words: 12,264 words the shipped Wikipedia leads write
@@ -36,6 +40,8 @@ from importlib import resources
 __all__ = [
     "COMMON_WORDS_FILE",
     "GIVEN_NAMES_FILE",
+    "alias_agrees",
+    "defined_as",
     "is_acronym",
     "is_common_word",
     "is_given_name",
@@ -45,6 +51,7 @@ __all__ = [
     "name_words",
     "namesake_prone",
     "same_name",
+    "spells",
 ]
 
 GIVEN_NAMES_FILE = resources.files("argus_ir") / "data" / "given_names.txt"
@@ -154,3 +161,102 @@ def is_person_passage(description: str) -> bool:
     """Whether a KB passage is about a person, by its short description: a year in brackets
     ("(1879–1955)", "(born 1958)", "(c. 428-347 BC)")."""
     return _PERSON_DESCRIPTION.search(description) is not None
+
+
+_LINKS = frozenset(
+    ["of", "and", "the", "for", "in", "on", "de", "del", "la", "du", "des", "der", "und"]
+)
+
+
+def _initials(title: str) -> str:
+    """The first letters of a title's words, hyphenated parts apart and linking words left out
+    ("Value-added tax" → "vat", "Franklin D. Roosevelt" → "fdr", "Bank of England" → "be")."""
+    words = _WORD.findall(_fold(_BRACKETS.sub("", title)).replace("_", " "))
+    return "".join(w[0] for w in words if w not in _LINKS)
+
+
+def spells(acronym: str, title: str, context: str | None = None) -> bool:
+    """Whether an acronym abbreviates a title: its letters are the first letters of the title's
+    words, with or without the linking words ("NFL" → National Football League, "USSR" → Union
+    of Soviet Socialist Republics; not "ER" → Emergency department). With ``context``, the text
+    must also write the title's words out: "IR" abbreviates International relations and
+    Ionizing radiation alike, and only the text tells which."""
+    if not is_acronym(acronym):
+        return False
+    if context is not None:
+        written = set(_WORD.findall(_fold(context)))
+        if not set(_WORD.findall(_fold(_BRACKETS.sub("", title)))) <= written:
+            return False
+    letters = "".join(c for c in _fold(acronym) if c.isalpha())
+    words = _WORD.findall(_fold(_BRACKETS.sub("", title)).replace("_", " "))
+    return len(words) > 1 and letters in (_initials(title), "".join(w[0] for w in words))
+
+
+def defined_as(acronym: str, context: str | None) -> str | None:
+    """The words a text defines an acronym by, "Churg-Strauss syndrome (CSS)" → "Churg-Strauss
+    syndrome": the shortest run of words right before the acronym in brackets that it
+    abbreviates (:func:`spells`), or ``None``."""
+    if not context or not is_acronym(acronym):
+        return None
+    for found in re.finditer(rf"\(\s*{re.escape(acronym.strip())}\s*\)", context):
+        words = context[max(0, found.start() - 200) : found.start()].split()
+        for n in range(1, min(len(words), 12) + 1):
+            phrase = " ".join(words[-n:]).strip(".,;:\"'“”‘’")
+            if spells(acronym, phrase):
+                return phrase
+    return None
+
+
+_DIRECTIONS = frozenset(
+    [
+        "north",
+        "south",
+        "east",
+        "west",
+        "northern",
+        "southern",
+        "eastern",
+        "western",
+        "upper",
+        "lower",
+        "central",
+        "greater",
+    ]
+)
+
+
+def _common(word: str) -> bool:
+    return is_common_word(word) or is_common_word(word + "s")
+
+
+def alias_agrees(form: str, title: str) -> bool:
+    """Whether a passage found by another name (a redirect, an alias) is about what the form
+    names, not a broader or neighbouring article. Wikipedia redirects many a part or a kind to
+    its whole, and those describe the wrong thing:
+
+    - an acronym answered by a title of common words only must abbreviate it ("NSCLC" is not
+      Lung cancer; "USSR" → Soviet Union and "FDRE" → Ethiopia are names and stay);
+    - a title made of some of the form's words, all of them common, is the generic article
+      ("Research Center" → Research; "Tokyo Metropolis" → Tokyo stays);
+    - a form and title that share a word but each hold a common word the other lacks name two
+      different things ("Guiana Highlands" → Guiana Shield; "East River Bridge" → Brooklyn
+      Bridge stays);
+    - a form that only adds a direction to the title's words is a part of it ("North Atlantic"
+      → Atlantic Ocean, "East Germany" → Germany).
+    """
+    if is_acronym(form):
+        words = _WORD.findall(_fold(_BRACKETS.sub("", title)))
+        plain = [w for w in words if w not in _LINKS]
+        if plain and all(_common(w) for w in plain):
+            return spells(form, title) or _fold(form) in words
+        return True
+    mine = {w for w in name_words(form) if w not in _LINKS}
+    theirs = {w for w in name_words(title) if w not in _LINKS}
+    if not mine & theirs:
+        return True
+    if theirs < mine and all(_common(w) for w in theirs):
+        return False
+    only_mine, only_theirs = mine - theirs, theirs - mine
+    if only_mine and only_mine <= _DIRECTIONS:
+        return False  # "North Atlantic" → Atlantic Ocean: the whole of which it is a part
+    return not (any(map(_common, only_mine)) and any(map(_common, only_theirs)))

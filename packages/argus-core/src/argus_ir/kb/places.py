@@ -42,6 +42,7 @@ from argus_ir.kb.cues import (
     NEVER_PLACE_LABELS,
     PLACE_PREPOSITIONS,
     cued_place,
+    ends_phrase,
     written_as_person,
     written_as_place,
 )
@@ -286,6 +287,10 @@ class Gazetteer:
         - a name tagged ``LOC`` (seas, regions, ranges) is a town under :data:`BIG_PLACE` people
           only when written after a preposition of place or when the text names the town's
           country: "the Baltic" and "the Pacific" are not the towns of Connecticut;
+        - a town under :data:`BIG_PLACE` people (or a city known by another of its names) is one
+          only where the text writes the name as a whole that ends its phrase
+          (:func:`~argus_ir.kb.cues.ends_phrase`) or names its country: "Renyi's entropy" is not
+          a town in China, "the Tet (ten eleven translocation) proteins" not Tete;
         - a town whose sense is in doubt gives nothing (:meth:`_sure`: "Douglas").
         """
         if k < 1:
@@ -301,17 +306,36 @@ class Gazetteer:
         best = self._sense(places, context, rest)
         if not self._sure(best, places, context, rest):
             return []
-        if label == "LOC" and best.kind == "city" and best.population < BIG_PLACE:
+        if best.kind == "city" and best.population < BIG_PLACE and label == "LOC":
             cued = written_as_place(surface, context)
             if not cued and not _named(best, self._regions(context, rest)):
                 return []
+        primary = self._primary_names.get(normalize(surface).removeprefix("the "), ())
+        if (
+            best.kind == "city"
+            and (best.population < BIG_PLACE or best not in primary)
+            and not ends_phrase(surface, context)
+            and not _named(best, self._regions(context, rest))
+        ):
+            return []
         return [(self._passage(best), 1.0)]
 
     def _sense(self, places: list[_Place], context: str | None, rest: str = "") -> _Place:
         """The sense the document means: a place in a country (or US state) it names, else a
-        country or state, else the most populous."""
+        country or state (the US state where the text names another state: "Alabama to the
+        northwest, Georgia to the north"), else the most populous."""
         named = self._regions(context, rest)
-        return max(places, key=lambda p: (_named(p, named), p.kind != "city", p.population))
+        own = {self._region_codes.get(p.name) for p in places}  # "Georgia" names itself
+        states = any(r.startswith("US-") for r in named - own)
+        return max(
+            places,
+            key=lambda p: (
+                _named(p, named) or (p.kind == "state" and states),
+                p.kind != "city",
+                p.kind == "state" and states,
+                p.population,
+            ),
+        )
 
     def _sure(
         self, best: _Place, places: list[_Place], context: str | None, rest: str = ""
@@ -338,8 +362,9 @@ class Gazetteer:
 
         Where the place may be written is :func:`~argus_ir.kb.venues.inside_forms`' (a comma
         part, after "of" or "in", right after the mention, before or after a venue word). A
-        place is taken when its sense is sure (:meth:`_sure`), never for a name with a title or
-        a natural feature ("Duke of Wellington", "Gulf of Aqaba"), nor a given name before or
+        place is taken when its sense is sure (:meth:`_sure`), never for a name with a title, a
+        natural feature or a state's word ("Duke of Wellington", "Gulf of Aqaba", "Republic of
+        Kenya": the country itself), nor a given name before or
         after a venue word ("Albert Hall"), nor a small town's single common word or given name
         ("Model", "Rates") or an institution's leading words ("Brown University"), nor a town
         for "of the" ("Battle of the Atlantic"), nor an acronym. Failing these, a country the
@@ -347,7 +372,9 @@ class Gazetteer:
         description says where ("in Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
-        if len(words) < 2 or any(w in PERSON_TITLES or w in NATURAL_FEATURES for w in words):
+        if len(words) < 2 or any(
+            w in PERSON_TITLES or w in NATURAL_FEATURES or w in _STATES for w in words
+        ):
             return []
         venue = any(w in VENUE_WORDS for w in words)
         institution = any(w in INSTITUTION_WORDS for w in words)
@@ -391,6 +418,8 @@ class Gazetteer:
                 gram = words[i : i + n]
                 if not all(w[:1].isupper() for w in gram) or len(gram) == len(words):
                     continue
+                if i and words[i - 1].casefold() in _BEYOND:
+                    continue  # "Greater Iran", "Pan-": a region around the country, not in it
                 form = " ".join(gram)
                 if is_acronym(form) or is_given_name(gram[0]):
                     continue
@@ -403,6 +432,23 @@ class Gazetteer:
         where = place.name if place.kind == "country" else f"{place.name}, {self._where(place)}"
         text = f"It is in {where}."
         return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
+
+
+_BEYOND = frozenset({"greater", "pan", "wider"})
+_STATES = frozenset(
+    [
+        "republic",
+        "kingdom",
+        "federation",
+        "commonwealth",
+        "emirate",
+        "emirates",
+        "principality",
+        "sultanate",
+    ]
+)
+"""Words of a state's own name ("Republic of Kenya"): such a name is the country, not in it."""
+"""Words before a country's name that make the name a region beyond it ("Greater Iran")."""
 
 
 def _capitalised(form: str) -> bool:

@@ -12,6 +12,7 @@ __all__ = [
     "NATURAL_FEATURES",
     "PERSON_TITLES",
     "VENUE_WORDS",
+    "cut_name",
     "inside_forms",
 ]
 
@@ -101,6 +102,23 @@ def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[
         lead.append(word)
     if lead and len(lead) < len(words):
         yield from _prefixes(" ".join(lead), "leading")
+
+
+def cut_name(surface: str, context: str | None) -> bool:
+    """Whether the text goes on with the mention's name, so the tagger cut it short: a venue
+    word ("St James's" of "St James's Theatre", "Albert" of "Albert Hall"), a hyphenated part
+    ("Polo" of "Polo-like kinases") or "of" and a name ("East End" of "the East End of
+    London"): the mention then names neither the place, the person nor the thing it holds."""
+    if not context:
+        return False
+    at = context.find(surface)
+    if at < 0:
+        return False
+    rest = context[at + len(surface) :]
+    if re.match(r"-[A-Za-z]", rest) or re.match(r"\s+of\s+(?:the\s+)?[A-Z]", rest):
+        return True  # "Polo-like kinases", "the East End of London"
+    following = re.match(r"[ \t]+([A-Z][\w'’]*)", rest)
+    return following is not None and _venue(following.group(1))
 
 
 def _venue(word: str) -> bool:
