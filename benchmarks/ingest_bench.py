@@ -16,6 +16,13 @@ encoder pass, the probe, KB lookups per source (the gazetteer's one-time opening
 (the remedy less its lookups), output, view embedding. ``--repeats`` alternates a and c and keeps
 each side's fastest run (the machine's noise is one-sided).
 
+``--device cuda`` runs both sides (the plain encoder, Argus's retriever and the view embedding) on
+the GPU (default ``cpu``); there each side's row also gets its docs/s and the GPU's utilisation
+(mean, p50) and memory, sampled every 0.1 s through NVML (``nvidia-ml-py``) while it works.
+``--plain-precision bf16`` (or ``fp16``) runs the plain encoder and the view embedding under
+autocast, as Argus's diagnosis pass runs at ``precision="auto"`` (bf16 on Ampere-or-newer GPUs);
+default fp32, what an index holds. ``--corpus`` reads the dataset from an explicit file.
+
 ``nox -s bench -- ingest`` (SciFact, all documents) or ``python benchmarks/ingest_bench.py
 --shared-data ../shared/data [--dataset entity-lists] [--limit 1000]``.
 """
@@ -33,6 +40,8 @@ import platform  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
+from contextlib import nullcontext  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -79,6 +88,74 @@ class Clock:
             yield item
 
 
+class GpuSampler:
+    """GPU utilisation (%) and memory used, every ``every`` seconds in a thread, through NVML."""
+
+    def __init__(self, device: str, every: float = 0.1) -> None:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        index = int(device.partition(":")[2] or 0)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        if index < len(visible) and visible[index].strip().isdigit():
+            index = int(visible[index])  # NVML counts the machine's GPUs, not the visible ones
+        self._nvml, self._handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)
+        self.name = pynvml.nvmlDeviceGetName(self._handle)
+        self.every, self.util, self.mem = every, [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.util.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
+            self.mem.append(self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> GpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        import statistics
+
+        import torch
+
+        util = self.util or [0]
+        return {
+            "gpu": str(self.name),
+            "samples": len(self.util),
+            "util_mean_pct": round(statistics.fmean(util), 1),
+            "util_p50_pct": statistics.median(util),
+            "mem_used_max_mib": round(max(self.mem or [0]) / 2**20),
+            "torch_peak_alloc_mib": round(torch.cuda.max_memory_allocated() / 2**20),
+        }
+
+
+def _sampler(device: str):
+    """A :class:`GpuSampler` on CUDA (None without NVML), else nothing."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        return GpuSampler(device)
+    except Exception as exc:  # no nvidia-ml-py or no driver: time the run all the same
+        print(f"GPU sampling off: {exc}", file=sys.stderr)
+        return None
+
+
+def _autocast(device: str, precision: str):
+    """Autocast to ``precision`` (bf16 or fp16) on ``device``; fp32 runs as loaded."""
+    if precision == "fp32":
+        return nullcontext()
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    return torch.autocast(torch.device(device).type, dtype=dtype)
+
+
 def _patch(owner, name: str, clock: Clock) -> None:
     """Time ``owner.name`` with ``clock`` (frozen dataclasses too)."""
     object.__setattr__(owner, name, clock.wrap(getattr(owner, name)))
@@ -91,25 +168,33 @@ def _texts(corpus: Path, limit: int) -> list:
     return docs[:limit] if limit else docs
 
 
-def run_plain(corpus: Path, limit: int, model: str) -> dict:
+def run_plain(
+    corpus: Path, limit: int, model: str, device: str = "cpu", precision: str = "fp32"
+) -> dict:
     """(a): sentence-transformers alone, from import to the last vector."""
     from sentence_transformers import SentenceTransformer
 
     from argus_ir.encoder.models import resolve_model
 
     imported = time.perf_counter()
-    st = SentenceTransformer(str(resolve_model(model)), device="cpu")
+    st = SentenceTransformer(str(resolve_model(model)), device=device)
     loaded = time.perf_counter()
     docs = _texts(corpus, limit)
     texts = [d.index_text for d in docs]
     t0 = time.perf_counter()
-    st.encode(texts[:1], show_progress_bar=False)  # a streaming ingest's first vector
+    with _autocast(device, precision):
+        st.encode(texts[:1], show_progress_bar=False)  # a streaming ingest's first vector
     first_s = time.perf_counter() - _START
     first_encode = time.perf_counter() - t0
+    sampler = _sampler(device)
     t0 = time.perf_counter()
-    st.encode(texts, batch_size=64, show_progress_bar=False)
+    with sampler or nullcontext(), _autocast(device, precision):
+        st.encode(texts, batch_size=64, show_progress_bar=False)
     encode_s = time.perf_counter() - t0
+    gpu = {"gpu_work": sampler.summary()} if sampler else {}
     return {
+        **gpu,
+        "param_dtype": str(next(st.parameters()).dtype),
         "import_s": imported - _START,
         "load_s": loaded - imported,
         "encode_s": encode_s,
@@ -121,14 +206,21 @@ def run_plain(corpus: Path, limit: int, model: str) -> dict:
     }
 
 
-def run_argus(corpus: Path, limit: int, options: dict, out_file: Path) -> dict:
+def run_argus(
+    corpus: Path,
+    limit: int,
+    options: dict,
+    out_file: Path,
+    device: str = "cpu",
+    view_precision: str = "fp32",
+) -> dict:
     """(c): ``Argus(**options)`` from import to the last view's vector, with its stage clocks."""
     import argus_ir.pipeline as pipeline
     from argus_ir import Argus, RemedyStats
     from argus_ir.runners.stream import json_line, view_record
 
     imported = time.perf_counter()
-    argus = Argus(**options)
+    argus = Argus(**{"device": device, **options})
     loads = {}
     for part in ("encoder", "diagnoser", "kb", "context", "llm"):
         t0 = time.perf_counter()
@@ -158,6 +250,9 @@ def run_argus(corpus: Path, limit: int, options: dict, out_file: Path) -> dict:
     views: list[str] = []
     first_s = None
     writing = 0.0
+    sampler = _sampler(device)
+    if sampler:
+        sampler.__enter__()
     t_stream = time.perf_counter()
     with open(out_file, "w", encoding="utf-8") as fh:
         for doc_batch in argus.process_batches(docs, stats=stats):
@@ -175,10 +270,15 @@ def run_argus(corpus: Path, limit: int, options: dict, out_file: Path) -> dict:
     st = diagnoser.encoder.sentence_transformer
     t0 = time.perf_counter()
     if views:
-        st.encode(views, batch_size=64, show_progress_bar=False)
+        with _autocast(device, view_precision):
+            st.encode(views, batch_size=64, show_progress_bar=False)
     view_embed_s = time.perf_counter() - t0
+    if sampler:
+        sampler.__exit__(None, None, None)
     total = time.perf_counter() - _START
     return {
+        **({"gpu_work": sampler.summary()} if sampler else {}),
+        "device": diagnoser.encoder.device,
         "import_s": imported - _START,
         "loads_s": loads,
         "stream_s": stream_s,
@@ -210,6 +310,11 @@ def _child(role: str, args: argparse.Namespace, result: Path) -> dict:
         str(args.limit),
         "--model",
         args.model,
+        "--device",
+        args.device,
+        "--plain-precision",
+        args.plain_precision,
+        *(["--corpus", str(args.corpus)] if args.corpus else []),
         "--role",
         role,
         "--result",
@@ -240,6 +345,14 @@ def main() -> None:
     parser.add_argument("--shared-data", type=Path, required=True)
     parser.add_argument("--dataset", default="scifact", choices=sorted(DATASETS))
     parser.add_argument("--model", default="minilm")
+    parser.add_argument("--corpus", type=Path, help="read the dataset from this file")
+    parser.add_argument("--device", default="cpu", help="torch device of both sides, e.g. cuda")
+    parser.add_argument(
+        "--plain-precision",
+        default="fp32",
+        choices=("fp32", "bf16", "fp16"),
+        help="the plain encoder's and the view embedding's precision (autocast)",
+    )
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
     parser.add_argument("--remedy", default=None, help="a remedy other than the default")
     parser.add_argument(
@@ -251,7 +364,7 @@ def main() -> None:
     parser.add_argument("--role", choices=("plain", "argus"), help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    corpus = DATASETS[args.dataset](args.shared_data)
+    corpus = args.corpus or DATASETS[args.dataset](args.shared_data)
     if not corpus.is_file():
         sys.exit(
             f"{corpus} not found; build it with "
@@ -260,9 +373,16 @@ def main() -> None:
     if args.role:
         with tempfile.TemporaryDirectory() as tmp:
             if args.role == "plain":
-                row = run_plain(corpus, args.limit, args.model)
+                row = run_plain(corpus, args.limit, args.model, args.device, args.plain_precision)
             else:
-                row = run_argus(corpus, args.limit, _options(args), Path(tmp) / "out.jsonl")
+                row = run_argus(
+                    corpus,
+                    args.limit,
+                    _options(args),
+                    Path(tmp) / "out.jsonl",
+                    args.device,
+                    args.plain_precision,
+                )
         args.result.write_text(json.dumps(row))
         return
 
@@ -324,9 +444,28 @@ def main() -> None:
         "runs_c_s": [round(p["total_s"], 2) for p in arguses],
         "machine": f"{platform.machine()} {os.cpu_count()} cpus",
     }
+    row["precision_sides"] = {  # the plain encoder's, Argus's diagnosis pass's, its views'
+        "plain": args.plain_precision,
+        "plain_params": plain["param_dtype"],
+        "argus_diagnosis": argus["precision"],
+        "argus_view_embedding": args.plain_precision,
+    }
+    if args.device != "cpu":
+        n = argus["documents"]
+        row["device"] = {"plain": args.device, "argus": argus["device"]}
+        row["docs_per_s"] = {
+            "plain_encode": round(n / plain["encode_s"], 1),
+            "plain_total": round(n / a, 1),
+            "argus_stream_and_views": round(n / (argus["stream_s"] + argus["view_embed_s"]), 1),
+            "argus_total": round(n / c, 1),
+        }
+        row["gpu_plain_encode"] = plain.get("gpu_work")
+        row["gpu_argus_stream_and_views"] = argus.get("gpu_work")
     args.out.mkdir(parents=True, exist_ok=True)
     size = f"-{row['documents']}" if args.limit else ""
     name = f"ingest-default-{args.dataset}-{row['model'].split('/')[-1]}{size}{args.tag}"
+    if args.device != "cpu":
+        name += f"-{args.device.replace(':', '')}"
     (args.out / f"{name}.json").write_text(json.dumps(row, indent=2) + "\n")
     print(json.dumps(row, indent=2))
 
