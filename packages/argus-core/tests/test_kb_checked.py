@@ -384,6 +384,34 @@ def test_a_small_town_is_not_a_word_of_a_longer_term(shipped, surface, context):
     assert gazetteer.lookup(surface, label="GPE", context=context) == []
 
 
+def test_a_state_in_a_name_is_described_once(shipped):
+    gazetteer = shipped.sources["places"]
+    (hit,) = gazetteer.within(
+        "University of Wisconsin", "at the University of Wisconsin", label="ORG"
+    )
+    assert hit[0].description == "in Wisconsin, United States"  # not "Wisconsin, Wisconsin"
+
+
+@pytest.mark.parametrize(
+    ("surface", "context", "wrong"),
+    [
+        # a word of the name is not its place: "University, Florida", "North, South Carolina"
+        (
+            "Institute for International Health, University of Sydney",
+            "at the Institute for International Health, University of Sydney, in 2005",
+            "University",
+        ),
+        ("North Atlantic Treaty", "The North Atlantic Treaty of 1949.", "North"),
+        # a small namesake in a country the text names is not the town the name means
+        ("London Naval Treaty", "The United States signed the London Naval Treaty.", "London"),
+    ],
+)
+def test_a_name_is_not_placed_by_a_word_or_a_small_namesake(shipped, surface, context, wrong):
+    gazetteer = shipped.sources["places"]
+    assert gazetteer.knows(wrong)  # a town of that name exists
+    assert gazetteer.within(surface, context, label="ORG") == []
+
+
 def test_the_match_kinds_are_named():
     assert MATCH_KINDS == (
         "title",

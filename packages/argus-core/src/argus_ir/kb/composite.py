@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb.cues import written_as_person, written_as_place
+from argus_ir.kb.cues import ends_phrase, written_as_person, written_as_place
 from argus_ir.kb.forms import (
     alias_agrees,
     defined_as,
@@ -262,11 +262,15 @@ class CompositeKB:
         anything else only when written as a place ("in Sofia") or tagged as one and not written
         as a person ("The train to Paris", not "with Sofia": :func:`written_as_person`); a passage
         titled otherwise than the form (a redirect, an alias) is not a broader or neighbouring
-        article (:func:`~argus_ir.kb.forms.alias_agrees`)."""
+        article (:func:`~argus_ir.kb.forms.alias_agrees`); a one-word mention not tagged
+        ``PERSON`` ("Einstein said" is a verb's subject) ends its phrase where the text writes it
+        (:func:`~argus_ir.kb.cues.ends_phrase`: not "Hedgehog signals", "Western diet")."""
         if not label_agrees(label, passage.description):
             return False
         if normalize(form) != normalize(passage.title) and not alias_agrees(form, passage.title):
             return False
+        if label != "PERSON" and " " not in form.strip() and not ends_phrase(form, context):
+            return False  # "Hedgehog signals", "Western diet": a word of a longer term
         if (
             is_acronym(form)
             and not is_acronym(passage.title)

@@ -30,7 +30,7 @@ _FUNCTION_WORDS = (
     "had|have|will|would|can|could|may|might|must|shall|should|did|does|do|a|an|the|its|his|"
     "her|their|our|my|your|we|i|he|she|they|it|you|there|here|again|too|also|just|only"
 )
-_PHRASE_END = r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
+_PHRASE_END = r"(?=[ \t]*\n|\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
 
 
 def written_as_place(surface: str, context: str | None) -> bool:

@@ -388,10 +388,14 @@ class Gazetteer:
             best = self._sense(places, context)
             if not self._sure(best, places, context):
                 continue
+            if best.kind == "city" and not self._famous(best, places, context):
+                continue  # "London Naval Treaty" beside "Ohio" is still not London, Ohio
+            one_word = " " not in form.strip()
+            if one_word and form.casefold() in _NEVER_PLACES:
+                continue  # "University" (of Sydney), "North" (Atlantic Treaty): words
             big = best.kind != "city" or best.population >= BIG_PLACE
             if where == "of the" and best.kind == "city":
                 continue
-            one_word = " " not in form.strip()
             if where in ("leading", "trailing") and is_given_name(form.split()[0]):
                 continue  # "Albert Hall", "Elizabeth Tower": a person's name
             if not big and (
@@ -406,6 +410,17 @@ class Gazetteer:
             if country is not None:
                 return [(self._inside_passage(country), 1.0)]
         return []
+
+    def _famous(self, best: _Place, places: list[_Place], context: str | None) -> bool:
+        """Whether a town in a name is the one the name means: no namesake has
+        :data:`SENSE_MARGIN` times its people, unless the text names the town's own state or
+        region. A venue is named after the famous town ("London Naval Treaty", "University of
+        Marburg"); the text naming the country of a small namesake is not enough."""
+        bigger = [p for p in places if p.population >= SENSE_MARGIN * max(best.population, 1)]
+        if not bigger:
+            return True
+        named = self._regions(context)
+        return best.country == "US" and f"US-{best.admin1}" in named
 
     def _country_in(self, surface: str) -> _Place | None:
         """A country whose name a multi-word name holds, anywhere, as written ("Kenya African
@@ -429,12 +444,23 @@ class Gazetteer:
         return None
 
     def _inside_passage(self, place: _Place) -> Passage:
-        where = place.name if place.kind == "country" else f"{place.name}, {self._where(place)}"
+        if place.kind == "country":
+            where = place.name
+        elif place.kind == "state":  # "in Wisconsin, United States", not "Wisconsin, Wisconsin"
+            where = f"{place.name}, {self._countries[place.country]['name']}"
+        else:
+            where = f"{place.name}, {self._where(place)}"
         text = f"It is in {where}."
         return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
 
 
 _BEYOND = frozenset({"greater", "pan", "wider"})
+_NEVER_PLACES = (
+    VENUE_WORDS
+    | INSTITUTION_WORDS
+    | {"north", "south", "east", "west", "central", "upper", "lower", "new", "old", "great"}
+)
+"""One-word forms inside a name that are never its place, whatever town bears them."""
 _STATES = frozenset(
     [
         "republic",
