@@ -262,14 +262,20 @@ class CompositeKB:
         anything else only when written as a place ("in Sofia") or tagged as one and not written
         as a person ("The train to Paris", not "with Sofia": :func:`written_as_person`); a passage
         titled otherwise than the form (a redirect, an alias) is not a broader or neighbouring
-        article (:func:`~argus_ir.kb.forms.alias_agrees`); a one-word mention not tagged
-        ``PERSON`` ("Einstein said" is a verb's subject) ends its phrase where the text writes it
+        article (:func:`~argus_ir.kb.forms.alias_agrees`); a one-word mention, unless tagged
+        ``PERSON`` ("Einstein said" is a verb's subject) or an acronym ("NATO allies", "RNA
+        polymerase" still name NATO and RNA), ends its phrase where the text writes it
         (:func:`~argus_ir.kb.cues.ends_phrase`: not "Hedgehog signals", "Western diet")."""
         if not label_agrees(label, passage.description):
             return False
         if normalize(form) != normalize(passage.title) and not alias_agrees(form, passage.title):
             return False
-        if label != "PERSON" and " " not in form.strip() and not ends_phrase(form, context):
+        if (
+            label != "PERSON"
+            and " " not in form.strip()
+            and not is_acronym(form)
+            and not ends_phrase(form, context)
+        ):
             return False  # "Hedgehog signals", "Western diet": a word of a longer term
         if (
             is_acronym(form)
