@@ -127,15 +127,10 @@ def _venue(word: str) -> bool:
 
 def _prefixes(run: str, where: str) -> Iterable[tuple[str, str]]:
     """A run of capitalised words and its shorter forms, longest first ("Aldershot Town" then
-    "Aldershot"); each word written as a name. A shorter form only drops venue and common words
-    ("Town", "Station"): "University of Sydney" is not "University", "Hồ Chí Minh" not "Hồ"."""
-    from argus_ir.kb.forms import is_common_word
-
+    "Aldershot"); each word written as a name."""
     words = [w.strip(".,;:") for w in run.split()]
     while words and not words[-1][:1].isupper():
         words.pop()
     for n in range(len(words), 0, -1):
-        if n < len(words) and not (_venue(words[n]) or is_common_word(words[n])):
-            return
         if words[0][:1].isupper():
             yield " ".join(words[:n]), where
