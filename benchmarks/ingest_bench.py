@@ -213,12 +213,24 @@ def run_argus(
     out_file: Path,
     device: str = "cpu",
     view_precision: str = "fp32",
+    ner_processes: int = 1,
 ) -> dict:
-    """(c): ``Argus(**options)`` from import to the last view's vector, with its stage clocks."""
+    """(c): ``Argus(**options)`` from import to the last view's vector, with its stage clocks.
+    ``ner_processes`` > 1 runs spaCy in that many worker processes (``SpacyMentions(processes=)``;
+    ``Argus`` has no setting for it yet, so the bench swaps the class it builds)."""
     import argus_ir.pipeline as pipeline
+    import argus_ir.text.mentions as mentions
     from argus_ir import Argus, RemedyStats
     from argus_ir.runners.stream import json_line, view_record
 
+    if ner_processes > 1:
+        base = mentions.SpacyMentions
+
+        class InWorkers(base):  # type: ignore[misc,valid-type]
+            def __init__(self, *args, **kwargs) -> None:
+                super().__init__(*args, processes=ner_processes, **kwargs)
+
+        mentions.SpacyMentions = InWorkers  # type: ignore[misc]
     imported = time.perf_counter()
     argus = Argus(**{"device": device, **options})
     loads = {}
@@ -314,6 +326,8 @@ def _child(role: str, args: argparse.Namespace, result: Path) -> dict:
         args.device,
         "--plain-precision",
         args.plain_precision,
+        "--ner-processes",
+        str(args.ner_processes),
         *(["--corpus", str(args.corpus)] if args.corpus else []),
         "--role",
         role,
@@ -353,6 +367,9 @@ def main() -> None:
         choices=("fp32", "bf16", "fp16"),
         help="the plain encoder's and the view embedding's precision (autocast)",
     )
+    parser.add_argument(
+        "--ner-processes", type=int, default=1, help="spaCy NER in N worker processes (argus side)"
+    )
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
     parser.add_argument("--remedy", default=None, help="a remedy other than the default")
     parser.add_argument(
@@ -382,6 +399,7 @@ def main() -> None:
                     Path(tmp) / "out.jsonl",
                     args.device,
                     args.plain_precision,
+                    args.ner_processes,
                 )
         args.result.write_text(json.dumps(row))
         return
@@ -443,6 +461,7 @@ def main() -> None:
         "runs_a_s": [round(p["total_s"], 2) for p in plains],
         "runs_c_s": [round(p["total_s"], 2) for p in arguses],
         "machine": f"{platform.machine()} {os.cpu_count()} cpus",
+        "ner_processes": args.ner_processes,
     }
     row["precision_sides"] = {  # the plain encoder's, Argus's diagnosis pass's, its views'
         "plain": args.plain_precision,

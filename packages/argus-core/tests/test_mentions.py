@@ -78,6 +78,29 @@ def test_spacy_batches_keep_order_and_handle_empty_texts(spacy_ner):
     ]
 
 
+def test_ner_in_worker_processes_gives_the_same_mentions_in_order(spacy_ner):
+    import pickle
+
+    texts = [
+        f"{who} met {whom} in {where} in {year}."
+        for who, whom, where, year in [
+            ("Barack Obama", "Angela Merkel", "Berlin", 2010),
+            ("Marie Curie", "Albert Einstein", "Brussels", 1911),
+            ("Nelson Mandela", "F. W. de Klerk", "Oslo", 1993),
+        ]
+    ] * 5 + ["", "Tokyo hosted the Olympics."]
+    workers = SpacyMentions(processes=2)
+    try:
+        assert workers.extract(texts) == spacy_ner.extract(texts)
+        assert workers._pool is not None  # they ran in the workers
+        assert pickle.loads(pickle.dumps(workers))._pool is None  # a copy starts its own
+    finally:
+        workers.close()
+    assert workers._pool is None
+    with pytest.raises(ArgusInputError, match="processes"):
+        SpacyMentions(processes=0)
+
+
 def test_offsets_survive_emoji_and_combining_marks(spacy_ner):
     text = "🎉 Angela Merkel 🎉 visited Berlin and Pari\u0301s today with Zoë Kravitz 🇩🇪."
     (found,) = spacy_ner.extract([text])

