@@ -356,6 +356,7 @@ def test_an_acronym_the_text_defines_is_asked_by_its_words(shipped, checked):
     [
         ("Polo", "PERSON", "cell cycle kinases such as Aurora and Polo-like kinases."),
         ("East End", "LOC", "meetings in the East End of London."),
+        ("Austria", "GPE", "The United States declared war on Austria-Hungary in 1917."),
     ],
 )
 def test_a_mention_the_text_goes_on_with_is_not_described(
@@ -363,6 +364,14 @@ def test_a_mention_the_text_goes_on_with_is_not_described(
 ):
     assert _first(shipped, surface, label, context) is not None  # what "bm25" answers
     assert _first(checked, surface, label, context) is None
+
+
+def test_a_name_the_text_also_writes_alone_is_not_cut_short():
+    from argus_ir.kb.venues import cut_name
+
+    dashes = "Fahrenheit Scale-Daniel Gabriel Fahrenheit. his name-Fahrenheit Scale-that was used"
+    assert not cut_name("Fahrenheit Scale", dashes)
+    assert cut_name("Austria", "war on Austria-Hungary") and not cut_name("Austria", "Austrian")
 
 
 def test_a_part_of_a_thing_is_not_its_whole(shipped, checked):

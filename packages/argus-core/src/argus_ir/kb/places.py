@@ -52,9 +52,12 @@ from argus_ir.kb.placetable import BIG_PLACE, FormIndex, place_tables
 from argus_ir.kb.placetable import Place as _Place
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
 from argus_ir.kb.venues import (
+    BEYOND_WORDS,
     INSTITUTION_WORDS,
     NATURAL_FEATURES,
+    NEVER_PLACE_WORDS,
     PERSON_TITLES,
+    STATE_WORDS,
     VENUE_WORDS,
     inside_forms,
 )
@@ -373,7 +376,7 @@ class Gazetteer:
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
         if len(words) < 2 or any(
-            w in PERSON_TITLES or w in NATURAL_FEATURES or w in _STATES for w in words
+            w in PERSON_TITLES or w in NATURAL_FEATURES or w in STATE_WORDS for w in words
         ):
             return []
         venue = any(w in VENUE_WORDS for w in words)
@@ -391,7 +394,7 @@ class Gazetteer:
             if best.kind == "city" and not self._famous(best, places, context):
                 continue  # "London Naval Treaty" beside "Ohio" is still not London, Ohio
             one_word = " " not in form.strip()
-            if one_word and form.casefold() in _NEVER_PLACES:
+            if one_word and form.casefold() in NEVER_PLACE_WORDS:
                 continue  # "University" (of Sydney), "North" (Atlantic Treaty): words
             big = best.kind != "city" or best.population >= BIG_PLACE
             if where == "of the" and best.kind == "city":
@@ -433,7 +436,7 @@ class Gazetteer:
                 gram = words[i : i + n]
                 if not all(w[:1].isupper() for w in gram) or len(gram) == len(words):
                     continue
-                if i and words[i - 1].casefold() in _BEYOND:
+                if i and words[i - 1].casefold() in BEYOND_WORDS:
                     continue  # "Greater Iran", "Pan-": a region around the country, not in it
                 form = " ".join(gram)
                 if is_acronym(form) or is_given_name(gram[0]):
@@ -454,29 +457,6 @@ class Gazetteer:
         return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
 
 
-_BEYOND = frozenset({"greater", "pan", "wider"})
-_NEVER_PLACES = (
-    VENUE_WORDS
-    | INSTITUTION_WORDS
-    | {"north", "south", "east", "west", "central", "upper", "lower", "new", "old", "great"}
-)
-"""One-word forms inside a name that are never its place, whatever town bears them."""
-_STATES = frozenset(
-    [
-        "republic",
-        "kingdom",
-        "federation",
-        "commonwealth",
-        "emirate",
-        "emirates",
-        "principality",
-        "sultanate",
-    ]
-)
-"""Words of a state's own name ("Republic of Kenya"): such a name is the country, not in it."""
-"""Words before a country's name that make the name a region beyond it ("Greater Iran")."""
-
-
 def _capitalised(form: str) -> bool:
     """Whether a form is written as a name: its first letter (after "the ") is a capital."""
     words = form.strip().split(maxsplit=1)
@@ -490,11 +470,7 @@ def _named(place: _Place, regions: frozenset[str]) -> bool:
 
 
 def _size_word(population: int) -> str:
-    if population >= 100_000:
-        return "city"
-    if population >= 1_000:
-        return "town"
-    return "village"
+    return "city" if population >= 100_000 else "town" if population >= 1_000 else "village"
 
 
 def gazetteer_fingerprint(version: str, min_population: int) -> str:

@@ -8,9 +8,12 @@ import re
 from collections.abc import Iterable
 
 __all__ = [
+    "BEYOND_WORDS",
     "INSTITUTION_WORDS",
     "NATURAL_FEATURES",
+    "NEVER_PLACE_WORDS",
     "PERSON_TITLES",
+    "STATE_WORDS",
     "VENUE_WORDS",
     "cut_name",
     "inside_forms",
@@ -55,6 +58,15 @@ NATURAL_FEATURES = _words(
 )
 """Words of a natural feature's name: a gulf, bay or range is beside or across the place it is
 named after, not in it ("Gulf of Aqaba", "Galveston Bay"), so it is not described by it."""
+BEYOND_WORDS = _words("greater pan wider")
+"""Words before a country's name that make the name a region beyond it ("Greater Iran")."""
+STATE_WORDS = _words(
+    "republic kingdom federation commonwealth emirate emirates principality sultanate"
+)
+"""Words of a state's own name ("Republic of Kenya"): such a name is the country, not in it."""
+NEVER_PLACE_WORDS = VENUE_WORDS | _words("north south east west central upper lower new old great")
+"""One-word forms inside a name that are never its place, whatever town bears them ("University"
+of Sydney, "North" Atlantic Treaty)."""
 _CAPITALISED_RUN = r"[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|am|an|upon|on))*"
 
 
@@ -104,19 +116,31 @@ def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[
         yield from _prefixes(" ".join(lead), "leading")
 
 
+_FUNCTION_WORDS = _words(
+    "the a an and or but that this which who to of in on at for with by as is was"
+)
+
+
 def cut_name(surface: str, context: str | None) -> bool:
-    """Whether the text goes on with the mention's name, so the tagger cut it short: a venue
-    word ("St James's" of "St James's Theatre", "Albert" of "Albert Hall"), a hyphenated part
-    ("Polo" of "Polo-like kinases") or "of" and a name ("East End" of "the East End of
-    London"): the mention then names neither the place, the person nor the thing it holds."""
-    if not context:
+    """Whether the text always goes on with the mention's name, so the tagger cut it short: a
+    venue word ("St James's" of "St James's Theatre", "Albert" of "Albert Hall"), a hyphenated
+    part ("Polo" of "Polo-like kinases", "Austria" of "Austria-Hungary") or "of" and a name
+    ("East End" of "the East End of London"): the mention then names neither the place, the
+    person nor the thing it holds. A name the text also writes alone is not cut ("Fahrenheit
+    Scale-Daniel Gabriel Fahrenheit ... the Fahrenheit Scale-that was used": a dash)."""
+    if not context or not surface.strip():
         return False
-    at = context.find(surface)
-    if at < 0:
-        return False
-    rest = context[at + len(surface) :]
-    if re.match(r"-[A-Za-z]", rest) or re.match(r"\s+of\s+(?:the\s+)?[A-Z]", rest):
-        return True  # "Polo-like kinases", "the East End of London"
+    pattern = rf"(?<!\w){re.escape(surface)}(?!\w)"
+    ends = [m.end() for m in re.finditer(pattern, context)]
+    return bool(ends) and all(_goes_on(context[end:]) for end in ends)
+
+
+def _goes_on(rest: str) -> bool:
+    hyphen = re.match(r"-(\w+)", rest)
+    if hyphen:
+        return hyphen.group(1).casefold() not in _FUNCTION_WORDS  # "Scale-that": a dash
+    if re.match(r"\s+of\s+(?:the\s+)?[A-Z]", rest):
+        return True
     following = re.match(r"[ \t]+([A-Z][\w'’]*)", rest)
     return following is not None and _venue(following.group(1))
 
