@@ -309,7 +309,7 @@ class Gazetteer:
         best = self._sense(places, context, rest)
         if not self._sure(best, places, context, rest):
             return []
-        if best.kind == "city" and best.population < BIG_PLACE and label == "LOC":
+        if label == "LOC" and best.kind == "city" and best.population < BIG_PLACE:
             cued = written_as_place(surface, context)
             if not cued and not _named(best, self._regions(context, rest)):
                 return []

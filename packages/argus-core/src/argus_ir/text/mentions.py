@@ -29,6 +29,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 from argus_ir._optional import require
@@ -230,12 +231,8 @@ class SpacyMentions:
             )
         size = max(1, -(-len(texts) // (self.processes * 4)))
         chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        out: list[list[Mention]] = []
-        with _bar(len(texts), show_progress, "NER") as bar:
-            for part in self._pool.map(_worker_extract, chunks):
-                out.extend(part)
-                bar.update(len(part))
-        return out
+        found = chain.from_iterable(self._pool.map(_worker_extract, chunks))
+        return list(_progress(found, len(texts), show_progress, "NER"))
 
 
 _WORKER: SpacyMentions | None = None
@@ -249,12 +246,6 @@ def _start_worker(model: str, labels: list[str], batch_size: int) -> None:
 def _worker_extract(texts: list[str]) -> list[list[Mention]]:
     assert _WORKER is not None
     return _WORKER.extract(texts)
-
-
-def _bar(total: int, show: bool, desc: str) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not show, unit="doc", desc=desc)
 
 
 class TransformersMentions:
