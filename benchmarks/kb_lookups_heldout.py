@@ -12,6 +12,9 @@ document as context, as ``augment`` does) and keeps every mention, described or 
 - ``flagged-test``: the same, from another seeded draw: the rules were revised by reading the
   failures of ``flagged`` (so ``flagged`` is a design sample too, and ``flagged-test`` and
   ``typed`` are the test);
+- ``flagged-test-3``: a third draw, made after the rules' third round (case, the United
+  Kingdom's countries, a state named like a great city, hills and common words in names) was
+  frozen, which read the failures of ``flagged-test``;
 - ``typed``: mentions spaCy finds of the four hard forms (single given names, acronyms,
   venues, institutions; :func:`kb_lookups.mention_type`) over the four sets, until
   ``--described`` of each type are described, no set giving more than half of them (the
@@ -56,6 +59,7 @@ HELDOUT = HERE / "labels" / "kb-lookups-heldout.jsonl"
 HELDOUT_LABELS = HERE / "labels" / "kb-lookups-heldout-labels.jsonl"
 FLAGGED_SETS = ("entity-lists", "msmarco5k", "scifact")
 SEED = "heldout-2026-11-27"
+FLAGGED_PARTS = ("flagged", "flagged-test", "flagged-test-3")
 
 
 def _seen() -> set[tuple[str, str]]:
@@ -88,7 +92,7 @@ def _sample(shared: Path, work: Path, described: int, max_docs: int, parts: set[
     kept = [r for r in (_rows(HELDOUT) if HELDOUT.is_file() else []) if r["part"] not in parts]
     seen = _seen() | {(r["set"], r["surface"].casefold()) for r in kept}
     rows: list[dict] = []
-    for part in ("flagged", "flagged-test"):
+    for part in FLAGGED_PARTS:
         if part not in parts:
             continue
         argus = Argus()
@@ -141,7 +145,7 @@ def _sample(shared: Path, work: Path, described: int, max_docs: int, parts: set[
             for kind, n in per_set.items():
                 taken[kind] += n
             print(f"typed {name}: {per_set}", flush=True)
-    order = {"flagged": 0, "typed": 1, "flagged-test": 2}
+    order = {"flagged": 0, "typed": 1, "flagged-test": 2, "flagged-test-3": 3}
     _write_rows(HELDOUT, sorted(kept + rows, key=lambda r: order[r["part"]]))
     print(f"wrote {len(rows)} new mentions to {HELDOUT}, {len(kept)} kept")
 
@@ -223,7 +227,7 @@ def _score(parts: set[str]) -> None:
         "| wrong by match kind |"
     )
     print("|---|---|---|---|---|---|")
-    for flagged in ("flagged", "flagged-test"):
+    for flagged in FLAGGED_PARTS:
         for name in FLAGGED_SETS:
             part = [r for r in rows if r["part"] == flagged and r["set"] == name]
             if part:
@@ -247,7 +251,7 @@ def main() -> None:
     parser.add_argument("--max-docs", type=int, default=3000, help="documents read per set")
     parser.add_argument(
         "--parts",
-        default="flagged,typed,flagged-test",
+        default="flagged,typed,flagged-test,flagged-test-3",
         help="the parts --sample draws anew (others kept) and --score scores",
     )
     parser.add_argument("--score", action="store_true")

@@ -17,6 +17,7 @@ from argus_ir.kb import DEFAULT_KB_MATCH, KB_MATCHES, Passage, ReferenceKB, ask
 from argus_ir.kb.composite import MATCH_KINDS, CompositeKB, match_kind
 from argus_ir.kb.forms import (
     alias_agrees,
+    case_agrees,
     defined_as,
     is_acronym,
     is_common_word,
@@ -431,3 +432,54 @@ def test_the_match_kinds_are_named():
         "bm25",
         "llm",
     )
+
+
+def test_a_name_written_in_another_case_is_not_it(shipped, checked):
+    assert not case_agrees("ParE", "Pare") and not case_agrees("FIJI", "Fiji")
+    assert case_agrees("NASA", "NASA") and case_agrees("McAllen", "McAllen")
+    assert case_agrees("USA", "United States") and case_agrees("the Hague", "The Hague")
+    gazetteer = shipped.sources["places"]
+    cases = [
+        ("ParE", "GPE", "the distribution of ParE, the other subunit of topoisomerase IV"),
+        ("FIJI", "GPE", "analysed using IMARIS and/or FIJI/IMAGEJ software."),
+        ("WASHINGTON", "GPE", "WASHINGTON, Feb 1 (Reuters) - The most extensive study yet"),
+    ]
+    for surface, label, context in cases:
+        assert gazetteer.knows(surface)  # a place of those letters exists
+        assert gazetteer.lookup(surface, label=label, context=context) == []
+    urease = "an epitope from the H. pylori urease A subunit (UreA) was constructed."
+    assert _first(shipped, "UreA", "ORG", urease).title == "Urea"  # what "bm25" said
+    assert _first(checked, "UreA", "ORG", urease) is None
+    assert _first(checked, "Fiji", "GPE", "Fiji is an island country.") is not None
+
+
+def test_the_countries_of_the_united_kingdom_are_themselves(shipped):
+    gazetteer = shipped.sources["places"]
+    registries = "Denmark, England and Scotland (UK and Denmark); France, The Netherlands"
+    (hit,) = gazetteer.lookup("Scotland", label="GPE", context=registries)
+    assert (hit[0].title, hit[0].description) == ("Scotland", "country of United Kingdom")
+    # still a name of the United Kingdom's for the sense of a town: Perth beside Scotland
+    (perth,) = gazetteer.lookup("Perth", label="GPE", context="from Perth in Scotland")
+    assert perth[0].description.endswith("United Kingdom")
+
+
+def test_a_state_named_like_a_great_city_is_described_by_its_country(shipped, checked, cities):
+    gazetteer = shipped.sources["places"]
+    cohort = "The cohort was recruited in New York between 1990 and 2000."
+    (hit,) = gazetteer.lookup("New York", label="GPE", context=cohort)
+    us = cities.get_countries()["US"]
+    assert hit[0].id == f"geonames:{us['geonameid']}@wide"
+    assert hit[0].description == f"in {us['name']}"  # true of the city and of the state
+    assert gazetteer.passage(hit[0].id) == hit[0]
+    assert match_kind(checked, "New York", hit[0]) == "gazetteer"
+    (state,) = gazetteer.lookup("Wisconsin", label="GPE", context="a farm in Wisconsin")
+    assert state[0].description == "state of the United States"  # no great city of that name
+
+
+def test_a_hill_or_a_common_word_is_not_the_town_named_alike(shipped):
+    gazetteer = shipped.sources["places"]
+    assert gazetteer.knows("Mount Royal") and gazetteer.knows("Independence")
+    hill = "The city is built around Mount Royal, a hill in the centre of the island."
+    assert gazetteer.lookup("Mount Royal", label="LOC", context=hill) == []
+    israel = "the Israeli Declaration of Independence was signed in 1948."
+    assert gazetteer.within("Israeli Declaration of Independence", israel, label="LAW") == []

@@ -17,6 +17,7 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.kb.cues import ends_phrase, written_as_person, written_as_place
 from argus_ir.kb.forms import (
     alias_agrees,
+    case_agrees,
     defined_as,
     is_acronym,
     is_person_passage,
@@ -265,8 +266,10 @@ class CompositeKB:
         article (:func:`~argus_ir.kb.forms.alias_agrees`); a one-word mention, unless tagged
         ``PERSON`` ("Einstein said" is a verb's subject) or an acronym ("NATO allies", "RNA
         polymerase" still name NATO and RNA), ends its phrase where the text writes it
-        (:func:`~argus_ir.kb.cues.ends_phrase`: not "Hedgehog signals", "Western diet")."""
-        if not label_agrees(label, passage.description):
+        (:func:`~argus_ir.kb.cues.ends_phrase`: not "Hedgehog signals", "Western diet"); a form
+        with the title's letters writes them in its case ("UreA" is not Urea:
+        :func:`~argus_ir.kb.forms.case_agrees`)."""
+        if not label_agrees(label, passage.description) or not case_agrees(form, passage.title):
             return False
         if normalize(form) != normalize(passage.title) and not alias_agrees(form, passage.title):
             return False

@@ -41,8 +41,10 @@ __all__ = [
     "COMMON_WORDS_FILE",
     "GIVEN_NAMES_FILE",
     "alias_agrees",
+    "case_agrees",
     "defined_as",
     "is_acronym",
+    "is_capitalised",
     "is_common_word",
     "is_given_name",
     "is_person_passage",
@@ -138,6 +140,32 @@ def is_acronym(surface: str) -> bool:
     ("ER", "KRAS", "U.S.", "AI"; not "Bled", not "X")."""
     letters = [c for c in surface if c.isalpha()]
     return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+
+def case_agrees(form: str, name: str) -> bool:
+    """Whether a mention spelled with a name's own letters writes them in the name's case past
+    each word's first letter: "ParE" (a protein subunit) is not Pare, "UreA" not Urea, "FIJI"
+    (the software, or a shouted dateline's "WASHINGTON") not Fiji; "NASA", "McAllen" and "bled"
+    agree. A form spelled otherwise ("USA" for United States) is not compared."""
+    if len(form) != len(name) or _fold(form) != _fold(name):
+        return True
+    start = True
+    for mine, theirs in zip(form, name, strict=True):
+        if not mine.isalpha():
+            start = True
+            continue
+        if not start and mine.isupper() and theirs.islower():
+            return False
+        start = False
+    return True
+
+
+def is_capitalised(form: str) -> bool:
+    """Whether a form is written as a name: its first letter (after "the ") is a capital."""
+    words = form.strip().split(maxsplit=1)
+    if len(words) == 2 and words[0].lower() == "the":
+        words = words[1:]
+    return bool(words) and words[0][:1].isupper()
 
 
 def is_place_passage(description: str) -> bool:

@@ -17,7 +17,7 @@ CONTINENTS = {
 # other names a text may use for a country (for choosing a place's sense by context)
 COUNTRY_ALIASES = {
     "US": ("USA", "U.S.", "U.S.A.", "America"),
-    "GB": ("UK", "U.K.", "Britain", "Great Britain", "England", "Scotland", "Wales"),
+    "GB": ("UK", "U.K.", "Britain", "Great Britain"),
     "NL": ("Netherlands", "Holland"),
     "CZ": ("Czech Republic",),
     "CI": ("Côte d'Ivoire",),
@@ -53,4 +53,6 @@ REGIONS = (
         "Andaman and Nicobar Islands", "Chandigarh", "Jammu and Kashmir", "Ladakh",
         "Lakshadweep", "Puducherry",
     )),
+    # the United Kingdom's four countries: "Scotland" is described as itself, not as the UK
+    ("GB", "country", ("England", "Scotland", "Wales", "Northern Ireland")),
 )  # fmt: skip

@@ -46,19 +46,26 @@ from argus_ir.kb.cues import (
     written_as_person,
     written_as_place,
 )
-from argus_ir.kb.forms import is_acronym, is_common_word, is_given_name, namesake_prone
+from argus_ir.kb.forms import (
+    case_agrees,
+    is_acronym,
+    is_capitalised,
+    is_common_word,
+    is_given_name,
+    namesake_prone,
+)
 from argus_ir.kb.geodata import CONTINENTS, COUNTRY_ALIASES, REGIONS
-from argus_ir.kb.placetable import BIG_PLACE, FormIndex, place_tables
+from argus_ir.kb.placetable import BIG_PLACE, FormIndex, place_tables, size_word
 from argus_ir.kb.placetable import Place as _Place
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
 from argus_ir.kb.venues import (
-    BEYOND_WORDS,
     INSTITUTION_WORDS,
     NATURAL_FEATURES,
     NEVER_PLACE_WORDS,
     PERSON_TITLES,
     STATE_WORDS,
     VENUE_WORDS,
+    country_forms,
     inside_forms,
 )
 from argus_ir.text.grounding import normalize
@@ -88,6 +95,12 @@ ID_PREFIX = "geonames:"
 INSIDE_SUFFIX = "@in"
 """Ends the id of a place found inside (or right after) a venue's name: ``geonames:3181928@in``
 describes "University of Bologna" as "in Bologna, Italy" (:meth:`Gazetteer.within`)."""
+WIDE_SUFFIX = "@wide"
+"""Ends the id of a country describing a name whose senses it holds all of (:data:`FAMOUS_CITY`):
+``geonames:6252001@wide`` is "in United States", said of "New York"."""
+FAMOUS_CITY = 500_000
+"""A state or region named like a city this big in its country is described by the country: the
+text may mean either ("a cohort in New York")."""
 SENSE_MARGIN = 3
 """A town is the sense of its name, in a text naming none of its senses' countries, only with at
 least this many times the people of every namesake abroad (:meth:`Gazetteer._sure`)."""
@@ -204,7 +217,7 @@ class Gazetteer:
             description = f"capital of {country['name']}"
             text = f"{place.name} is the {description}"
         else:
-            description = f"{_size_word(place.population)} in {self._where(place)}"
+            description = f"{size_word(place.population)} in {self._where(place)}"
             text = f"{place.name} is a {description}"
         text += f", population {place.population:,}."
         return Passage(pid, place.name, text, description)
@@ -215,14 +228,14 @@ class Gazetteer:
             return None
         self._load()
         gid = passage_id.removeprefix(ID_PREFIX)
-        inside = gid.endswith(INSIDE_SUFFIX)
+        suffix = next((x for x in (INSIDE_SUFFIX, WIDE_SUFFIX) if gid.endswith(x)), "")
         try:
-            place = self._by_gid.get(int(gid.removesuffix(INSIDE_SUFFIX)))
+            place = self._by_gid.get(int(gid.removesuffix(suffix) if suffix else gid))
         except ValueError:
             return None
         if place is None:
             return None
-        return self._inside_passage(place) if inside else self._passage(place)
+        return self._inside_passage(place, suffix) if suffix else self._passage(place)
 
     # -- lookup -----------------------------------------------------------------------------------
 
@@ -230,7 +243,7 @@ class Gazetteer:
         """Places named by ``surface`` (or, failing that, by one of its comma parts), and the
         other parts as written (context for the sense: "Springfield, Illinois")."""
         names = self._load()
-        if not _capitalised(surface):  # "talin" the protein, "miRNAs": not Tallinn, not Mirny
+        if not is_capitalised(surface):  # "talin" the protein, "miRNAs": not Tallinn, not Mirny
             return [], ""
         key = normalize(surface)
         hit = self._cache.get(key)
@@ -244,7 +257,7 @@ class Gazetteer:
         parts = [p.strip() for p in surface.split(",") if p.strip()]
         if len(parts) > 1:
             for i, part in enumerate(parts):
-                if not _capitalised(part):
+                if not is_capitalised(part):
                     continue
                 places = names.get(normalize(part).removeprefix("the "))
                 if places:
@@ -294,12 +307,20 @@ class Gazetteer:
           only where the text writes the name as a whole that ends its phrase
           (:func:`~argus_ir.kb.cues.ends_phrase`) or names its country: "Renyi's entropy" is not
           a town in China, "the Tet (ten eleven translocation) proteins" not Tete;
-        - a town whose sense is in doubt gives nothing (:meth:`_sure`: "Douglas").
+        - a town whose sense is in doubt gives nothing (:meth:`_sure`: "Douglas");
+        - a name written in another case than the place's ("FIJI", "ParE": :func:`case_agrees`)
+          is not it, nor is a ``LOC`` beginning with a natural feature's word a town ("Mount
+          Royal" the hill);
+        - a state or region that shares its name with a city of :data:`FAMOUS_CITY` people in
+          its country ("New York", "Chandigarh") is described by that country, true of both.
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
         places, rest = self._candidates(surface)
+        places = [p for p in places if case_agrees(surface, p.name)]
         if places and is_acronym(surface):
+            places = [p for p in places if p.kind != "city"]
+        if label == "LOC" and (surface.split() or [""])[0].casefold() in NATURAL_FEATURES:
             places = [p for p in places if p.kind != "city"]
         given = namesake_prone(surface)
         if not places or (label == "PERSON" and given):
@@ -309,6 +330,12 @@ class Gazetteer:
         best = self._sense(places, context, rest)
         if not self._sure(best, places, context, rest):
             return []
+        if best.kind in ("state", "region") and any(
+            p.kind == "city" and p.country == best.country and p.population >= FAMOUS_CITY
+            for p in places
+        ):
+            country = self._by_gid.get(int(self._countries[best.country]["geonameid"]))
+            return [(self._inside_passage(country, WIDE_SUFFIX), 1.0)] if country else []
         if label == "LOC" and best.kind == "city" and best.population < BIG_PLACE:
             cued = written_as_place(surface, context)
             if not cued and not _named(best, self._regions(context, rest)):
@@ -368,10 +395,11 @@ class Gazetteer:
         place is taken when its sense is sure (:meth:`_sure`), never for a name with a title, a
         natural feature or a state's word ("Duke of Wellington", "Gulf of Aqaba", "Republic of
         Kenya": the country itself), nor a given name before or
-        after a venue word ("Albert Hall"), nor a small town's single common word or given name
-        ("Model", "Rates") or an institution's leading words ("Brown University"), nor a town
+        after a venue word ("Albert Hall"), nor a single common word under :data:`FAMOUS_CITY`
+        people ("Rates", "Independence"), nor a small town's given name or an institution's
+        leading words ("Brown University"), nor a town
         for "of the" ("Battle of the Atlantic"), nor an acronym. Failing these, a country the
-        name holds anywhere, unless ``label`` is ``PERSON`` (:meth:`_country_in`). The passage's
+        name holds anywhere, unless ``label`` is ``PERSON`` (:func:`~argus_ir.kb.venues.country_forms`). The passage's
         description says where ("in Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
@@ -397,21 +425,23 @@ class Gazetteer:
             if one_word and form.casefold() in NEVER_PLACE_WORDS:
                 continue  # "University" (of Sydney), "North" (Atlantic Treaty): words
             big = best.kind != "city" or best.population >= BIG_PLACE
+            famous = best.kind != "city" or best.population >= FAMOUS_CITY
             if where == "of the" and best.kind == "city":
                 continue
             if where in ("leading", "trailing") and is_given_name(form.split()[0]):
                 continue  # "Albert Hall", "Elizabeth Tower": a person's name
+            if where != "after" and one_word and is_common_word(form) and not famous:
+                continue  # "Declaration of Independence", "Rates Ecomuseum": a word
             if not big and (
                 (where == "leading" and institution)
                 or (where != "after" and is_given_name(form.split()[0]))
-                or (where != "after" and one_word and is_common_word(form))
             ):
                 continue
             return [(self._inside_passage(best), 1.0)]
-        if label != "PERSON":
-            country = self._country_in(surface)
-            if country is not None:
-                return [(self._inside_passage(country), 1.0)]
+        for form in country_forms(surface) if label != "PERSON" else ():
+            for place in self._primary_names.get(normalize(form), ()):
+                if place.kind == "country":
+                    return [(self._inside_passage(place), 1.0)]
         return []
 
     def _famous(self, best: _Place, places: list[_Place], context: str | None) -> bool:
@@ -425,28 +455,7 @@ class Gazetteer:
         named = self._regions(context)
         return best.country == "US" and f"US-{best.admin1}" in named
 
-    def _country_in(self, surface: str) -> _Place | None:
-        """A country whose name a multi-word name holds, anywhere, as written ("Kenya African
-        National Union", "Turkey national rugby union team", "Statistics Netherlands"): such a
-        name is of that country. Not a given name ("Chad", "Jordan" are removed from the given
-        names, but a person is never asked: see :meth:`within`)."""
-        words = [w.strip(".,;:'’()\"") for w in surface.split()]
-        for n in (3, 2, 1):
-            for i in range(len(words) - n + 1):
-                gram = words[i : i + n]
-                if not all(w[:1].isupper() for w in gram) or len(gram) == len(words):
-                    continue
-                if i and words[i - 1].casefold() in BEYOND_WORDS:
-                    continue  # "Greater Iran", "Pan-": a region around the country, not in it
-                form = " ".join(gram)
-                if is_acronym(form) or is_given_name(gram[0]):
-                    continue
-                for place in self._primary_names.get(normalize(form), ()):
-                    if place.kind == "country":
-                        return place
-        return None
-
-    def _inside_passage(self, place: _Place) -> Passage:
+    def _inside_passage(self, place: _Place, suffix: str = INSIDE_SUFFIX) -> Passage:
         if place.kind == "country":
             where = place.name
         elif place.kind == "state":  # "in Wisconsin, United States", not "Wisconsin, Wisconsin"
@@ -454,23 +463,11 @@ class Gazetteer:
         else:
             where = f"{place.name}, {self._where(place)}"
         text = f"It is in {where}."
-        return Passage(f"{ID_PREFIX}{place.gid}{INSIDE_SUFFIX}", place.name, text, f"in {where}")
-
-
-def _capitalised(form: str) -> bool:
-    """Whether a form is written as a name: its first letter (after "the ") is a capital."""
-    words = form.strip().split(maxsplit=1)
-    if len(words) == 2 and words[0].lower() == "the":
-        words = words[1:]
-    return bool(words) and words[0][:1].isupper()
+        return Passage(f"{ID_PREFIX}{place.gid}{suffix}", place.name, text, f"in {where}")
 
 
 def _named(place: _Place, regions: frozenset[str]) -> bool:
     return place.country in regions or f"{place.country}-{place.admin1}" in regions
-
-
-def _size_word(population: int) -> str:
-    return "city" if population >= 100_000 else "town" if population >= 1_000 else "village"
 
 
 def gazetteer_fingerprint(version: str, min_population: int) -> str:

@@ -34,7 +34,7 @@ from argus_ir.kb.forms import _fold, is_common_word, is_given_name
 from argus_ir.kb.geodata import COUNTRY_ALIASES, REGIONS
 from argus_ir.text.grounding import normalize
 
-__all__ = ["BIG_PLACE", "FormIndex", "Place", "PlaceTables", "place_tables"]
+__all__ = ["BIG_PLACE", "FormIndex", "Place", "PlaceTables", "place_tables", "size_word"]
 
 logger = logging.getLogger(__name__)
 
@@ -291,3 +291,8 @@ def _store(path: Path, arrays: dict[str, np.ndarray]) -> None:
                 os.unlink(tmp)
     except OSError as exc:
         logger.info("gazetteer tables not cached at %s (%s)", path, exc)
+
+
+def size_word(population: int) -> str:
+    """What a place of this many people is called in its passage."""
+    return "city" if population >= 100_000 else "town" if population >= 1_000 else "village"

@@ -5,7 +5,9 @@ name, or right after it in the text, its place is written."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+
+from argus_ir.kb.forms import is_acronym, is_given_name
 
 __all__ = [
     "BEYOND_WORDS",
@@ -15,6 +17,7 @@ __all__ = [
     "PERSON_TITLES",
     "STATE_WORDS",
     "VENUE_WORDS",
+    "country_forms",
     "cut_name",
     "inside_forms",
 ]
@@ -158,3 +161,22 @@ def _prefixes(run: str, where: str) -> Iterable[tuple[str, str]]:
     for n in range(len(words), 0, -1):
         if words[0][:1].isupper():
             yield " ".join(words[:n]), where
+
+
+def country_forms(surface: str) -> Iterator[str]:
+    """The runs of capitalised words of a multi-word name that may be a country it holds,
+    anywhere, as written ("Kenya African National Union", "Turkey national rugby union team",
+    "Statistics Netherlands"): such a name is of that country. Longest runs first; never the
+    whole name, an acronym, a run after a word of a wider region ("Greater Iran") or one
+    beginning with a given name ("Chad", "Jordan" are removed from the given names)."""
+    words = [w.strip(".,;:'’()\"") for w in surface.split()]
+    for n in (3, 2, 1):
+        for i in range(len(words) - n + 1):
+            gram = words[i : i + n]
+            if not all(w[:1].isupper() for w in gram) or len(gram) == len(words):
+                continue
+            if i and words[i - 1].casefold() in BEYOND_WORDS:
+                continue  # "Greater Iran", "Pan-": a region around the country, not in it
+            form = " ".join(gram)
+            if not is_acronym(form) and not is_given_name(gram[0]):
+                yield form
