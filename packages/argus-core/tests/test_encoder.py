@@ -230,3 +230,48 @@ def test_a_texts_output_does_not_depend_on_its_batch(precision):
         torch.set_num_threads(threads)
     for a, b in zip(single, together):
         assert np.array_equal(a.states, b.states) and np.array_equal(a.doc_vector, b.doc_vector)
+
+
+def test_a_plain_sentence_transformers_folder_loads_without_importing_it():
+    """Importing sentence-transformers costs seconds before the first record; a folder of a
+    transformer, a pooling and a normalisation is read directly, with the same settings."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from argus_ir.encoder.backends import SentenceTransformerEncoder\n"
+        "e = SentenceTransformerEncoder('minilm', device='cpu')\n"
+        "print('sentence_transformers' in sys.modules, e.info.doc_pooling, e.info.normalize,"
+        " e.info.max_length)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "mean", "True", "256"]
+
+
+def test_a_folder_with_other_modules_loads_through_sentence_transformers(tmp_path):
+    import json
+    import shutil
+
+    from argus_ir.encoder.backends import _plain_layout
+    from argus_ir.encoder.models import resolve_model
+
+    source = resolve_model("minilm")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("modules.json", "sentence_bert_config.json"):
+        shutil.copy(source / name, folder / name)
+    shutil.copytree(source / "1_Pooling", folder / "1_Pooling")
+    assert _plain_layout(folder) == ("mean", True, 256)
+    modules = json.loads((folder / "modules.json").read_text())
+    dense = {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}
+    (folder / "modules.json").write_text(json.dumps([*modules, dense]))
+    assert _plain_layout(folder) is None  # a dense layer after pooling: not argus's to read
+    (folder / "modules.json").write_text(json.dumps(modules))
+    (folder / "sentence_bert_config.json").write_text(
+        '{"max_seq_length": 256, "do_lower_case": true}'
+    )
+    assert _plain_layout(folder) is None  # sentence-transformers lower-cases the text
+    assert _plain_layout(tmp_path / "absent") is None

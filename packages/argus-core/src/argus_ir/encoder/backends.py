@@ -61,47 +61,98 @@ class SentenceTransformerEncoder(TokenEncoder):
         precision: str = "fp32",
     ) -> None:
         super().__init__(batch_size=batch_size, stride=stride, precision=precision)
-        st = require("sentence_transformers", "st")
         path = resolve_model(model)
         self.device = pick_device(device)
-        st_model = st.SentenceTransformer(str(path), device=self.device)
-        st_model.eval()
-        first = st_model[0]
-        hf_model = getattr(first, "auto_model", None) or first.model
-        self.model = hf_model
-        self.tokenizer = first.tokenizer
-        pooling_mode = "mean"
-        normalize = False
-        for module in st_model:
-            name = type(module).__name__
-            if name == "Pooling":
-                pooling_mode = _pooling_mode(module)
-            elif name == "Normalize":
-                normalize = True
+        self._path = path
+        self._st_model: Any = None
+        layout = _plain_layout(path)
+        if layout is not None:  # read directly: importing sentence-transformers costs seconds
+            tr = require("transformers", "st")
+            self.tokenizer = tr.AutoTokenizer.from_pretrained(str(path))
+            self.model = tr.AutoModel.from_pretrained(str(path)).to(self.device).eval()
+            pooling_mode, normalize, max_length = layout
+            max_length = max_length or int(self.tokenizer.model_max_length)
+        else:
+            st_model = self.sentence_transformer
+            first = st_model[0]
+            self.model = getattr(first, "auto_model", None) or first.model
+            self.tokenizer = first.tokenizer
+            pooling_mode = "mean"
+            normalize = False
+            for module in st_model:
+                name = type(module).__name__
+                if name == "Pooling":
+                    pooling_mode = _pooling_mode(module.get_config_dict())
+                elif name == "Normalize":
+                    normalize = True
+            max_length = int(first.max_seq_length or self.tokenizer.model_max_length)
         if pooling_mode not in ("mean", "cls"):
             raise ArgusInputError(
                 f"{model!r} pools documents by {pooling_mode!r}; argus supports 'mean' and 'cls'"
             )
-        max_length = int(first.max_seq_length or self.tokenizer.model_max_length)
-        dim = int(hf_model.config.hidden_size)
         self.info = EncoderInfo(
             retriever_id=retriever_id or canonical_id(model),
-            dim=dim,
+            dim=int(self.model.config.hidden_size),
             max_length=max_length,
             doc_pooling=pooling_mode,
             normalize=normalize,
         )
-        self._st_model = st_model
 
     @property
     def sentence_transformer(self) -> Any:
-        """The underlying ``SentenceTransformer`` (for baselines and indexing)."""
+        """The model as a ``SentenceTransformer`` (for baselines and indexing), loaded on first
+        use where the encoder read the folder itself."""
+        if self._st_model is None:
+            st = require("sentence_transformers", "st")
+            self._st_model = st.SentenceTransformer(str(self._path), device=self.device)
+            self._st_model.eval()
         return self._st_model
 
 
-def _pooling_mode(module: object) -> str:
-    """Read the pooling mode from a sentence-transformers Pooling module (v3 to v6 configs)."""
-    config = module.get_config_dict() if hasattr(module, "get_config_dict") else {}
+_PLAIN_MODULES = (
+    "sentence_transformers.models.Transformer",
+    "sentence_transformers.models.Pooling",
+    "sentence_transformers.models.Normalize",
+)
+
+
+def _plain_layout(path: Any) -> tuple[str, bool, int | None] | None:
+    """``(pooling, normalize, max_seq_length)`` of a local sentence-transformers folder made of a
+    transformer at its root, a pooling and optionally a normalisation, read from its JSON files,
+    or ``None`` for any other folder (a dense layer, a lower-casing or prompted model, model or
+    tokenizer arguments, a hub id): those load through sentence-transformers itself."""
+    import json
+    from pathlib import Path
+
+    root = Path(str(path))
+    try:
+        modules = json.loads((root / "modules.json").read_text("utf-8"))
+        config = json.loads((root / "sentence_bert_config.json").read_text("utf-8"))
+        extra = root / "config_sentence_transformers.json"
+        st_config = json.loads(extra.read_text("utf-8")) if extra.is_file() else {}
+    except (OSError, ValueError):
+        return None
+    types = [m.get("type") for m in modules]
+    if (
+        types[:2] != list(_PLAIN_MODULES[:2])
+        or types[2:] not in ([], [_PLAIN_MODULES[2]])
+        or modules[0].get("path")
+        or config.get("do_lower_case")
+        or any(config.get(k) for k in ("model_args", "tokenizer_args", "config_args"))
+        or st_config.get("prompts")
+        or st_config.get("default_prompt_name")
+    ):
+        return None
+    try:
+        pooling = json.loads((root / modules[1]["path"] / "config.json").read_text("utf-8"))
+    except (OSError, ValueError, KeyError):
+        return None
+    length = config.get("max_seq_length")
+    return _pooling_mode(pooling), len(types) == 3, int(length) if length else None
+
+
+def _pooling_mode(config: dict) -> str:
+    """The pooling mode of a sentence-transformers Pooling module's config (v3 to v6)."""
     mode = config.get("pooling_mode")
     if isinstance(mode, str):
         return {"mean": "mean", "cls": "cls"}.get(mode, mode)
