@@ -279,7 +279,9 @@ def run_argus(
             if first_s is None:
                 first_s = time.perf_counter() - _START
     stream_s = time.perf_counter() - t_stream
+    t0 = time.perf_counter()  # the views' embedder (sentence-transformers) is loaded only now
     st = diagnoser.encoder.sentence_transformer
+    view_load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     if views:
         with _autocast(device, view_precision):
@@ -299,6 +301,7 @@ def run_argus(
         "lookup_calls": clocks["lookups"].calls,
         "output_s": writing,
         "view_embed_s": view_embed_s,
+        "view_load_s": view_load_s,
         "total_s": total,
         "documents": len(docs),
         "views": len(views),
@@ -430,6 +433,7 @@ def main() -> None:
         "lookups: routing and checks": lookups - per_source,
         "view text": clocks["remedy"] - lookups,
         "output": argus["output_s"],
+        "view embedder load": argus.get("view_load_s", 0.0),
         "view embedding": argus["view_embed_s"],
     }
     row = {
