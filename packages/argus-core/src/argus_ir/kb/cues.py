@@ -9,6 +9,7 @@ import re
 __all__ = [
     "NEVER_PLACE_LABELS",
     "PLACE_PREPOSITIONS",
+    "cited",
     "cued_place",
     "ends_phrase",
     "written_as_person",
@@ -93,3 +94,23 @@ def cued_place(surface: str, label: str | None, context: str | None) -> bool:
     if not all(_NAME_WORD.match(w) for w in words):
         return False
     return written_as_place(surface, context)
+
+
+# after an author's surname in a reference: initials ("Premont, R. T. (1994)", "Hubbard, T. &"),
+# a year ("(Lawton, 1969)") or "et al"; not a state's letters ("Tiverton, R.I.")
+_CITED = r",\s*[A-Z]\.(?:\s+[A-Z]\.)*\s*(?:[,&(]|and\b)|,\s*(?:19|20)\d\d[a-z]?\s*[);]|\s+et\s+al\b"
+# a short word cut before a number: "Fig. 2", "Eq. 3", "No. 5"
+_ABBREVIATION = r"\.\s*\d"
+
+
+def cited(surface: str, context: str | None) -> bool:
+    """Whether ``context`` writes ``surface`` as an author in a reference ("(Lawton, 1969)",
+    "Premont, R. T. (1994) Methods Enzymol.") or as a short abbreviation before a number ("Fig.
+    2"): neither is the town or the fruit of that name, anywhere in that text."""
+    if not context or not surface.strip():
+        return False
+    name = rf"(?<!\w){re.escape(surface.strip())}"
+    if re.search(name + f"(?:{_CITED})", context):
+        return True
+    short = " " not in surface.strip() and len(surface.strip()) <= 4
+    return short and re.search(name + _ABBREVIATION, context) is not None

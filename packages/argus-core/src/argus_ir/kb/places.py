@@ -341,6 +341,8 @@ class Gazetteer:
             if not cued and not _named(best, self._regions(context, rest)):
                 return []
         primary = self._primary_names.get(normalize(surface).removeprefix("the "), ())
+        if label == "LOC" and best.kind == "city" and best not in primary:
+            return []  # a region's name that is also another name of a city ("Central Valley")
         if (
             best.kind == "city"
             and (best.population < BIG_PLACE or best not in primary)
@@ -399,12 +401,15 @@ class Gazetteer:
         people ("Rates", "Independence"), nor a small town's given name or an institution's
         leading words ("Brown University"), nor a town
         for "of the" ("Battle of the Atlantic"), nor an acronym. Failing these, a country the
-        name holds anywhere, unless ``label`` is ``PERSON`` (:func:`~argus_ir.kb.venues.country_forms`). The passage's
+        name holds anywhere (:func:`~argus_ir.kb.venues.country_forms`). Never for a name tagged
+        ``PERSON``: "Joseph of Nazareth" is a man, not a thing in Nazareth. The passage's
         description says where ("in Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
-        if len(words) < 2 or any(
-            w in PERSON_TITLES or w in NATURAL_FEATURES or w in STATE_WORDS for w in words
+        if (
+            label == "PERSON"
+            or len(words) < 2
+            or any(w in PERSON_TITLES or w in NATURAL_FEATURES or w in STATE_WORDS for w in words)
         ):
             return []
         venue = any(w in VENUE_WORDS for w in words)
@@ -438,7 +443,7 @@ class Gazetteer:
             ):
                 continue
             return [(self._inside_passage(best), 1.0)]
-        for form in country_forms(surface) if label != "PERSON" else ():
+        for form in country_forms(surface):
             for place in self._primary_names.get(normalize(form), ()):
                 if place.kind == "country":
                     return [(self._inside_passage(place), 1.0)]
