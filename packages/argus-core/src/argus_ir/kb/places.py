@@ -99,8 +99,7 @@ WIDE_SUFFIX = "@wide"
 """Ends the id of a country describing a name whose senses it holds all of (:data:`FAMOUS_CITY`):
 ``geonames:6252001@wide`` is "in United States", said of "New York"."""
 FAMOUS_CITY = 500_000
-"""A state or region named like a city this big in its country is described by the country: the
-text may mean either ("a cohort in New York")."""
+"""A state named like a city this big in its country is described by the country (either fits)."""
 SENSE_MARGIN = 3
 """A town is the sense of its name, in a text naming none of its senses' countries, only with at
 least this many times the people of every namesake abroad (:meth:`Gazetteer._sure`)."""
@@ -308,11 +307,10 @@ class Gazetteer:
           (:func:`~argus_ir.kb.cues.ends_phrase`) or names its country: "Renyi's entropy" is not
           a town in China, "the Tet (ten eleven translocation) proteins" not Tete;
         - a town whose sense is in doubt gives nothing (:meth:`_sure`: "Douglas");
-        - a name written in another case than the place's ("FIJI", "ParE": :func:`case_agrees`)
-          is not it, nor is a ``LOC`` beginning with a natural feature's word a town ("Mount
-          Royal" the hill);
-        - a state or region that shares its name with a city of :data:`FAMOUS_CITY` people in
-          its country ("New York", "Chandigarh") is described by that country, true of both.
+        - a name in another case than the place's ("FIJI", "ParE": :func:`case_agrees`), or a
+          ``LOC`` that begins with a natural feature ("Mount Royal" the hill) or is only a
+          city's other name ("Central Valley"), is no town; a state named like a city of
+          :data:`FAMOUS_CITY` people in its country ("New York") is described by the country.
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
@@ -342,7 +340,7 @@ class Gazetteer:
                 return []
         primary = self._primary_names.get(normalize(surface).removeprefix("the "), ())
         if label == "LOC" and best.kind == "city" and best not in primary:
-            return []  # a region's name that is also another name of a city ("Central Valley")
+            return []
         if (
             best.kind == "city"
             and (best.population < BIG_PLACE or best not in primary)
