@@ -5,6 +5,7 @@ place cue). Used by :mod:`argus_ir.kb.places` and :mod:`argus_ir.kb.composite`."
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 __all__ = [
     "NEVER_PLACE_LABELS",
@@ -12,6 +13,7 @@ __all__ = [
     "cited",
     "cued_place",
     "ends_phrase",
+    "spots",
     "written_as_person",
     "written_as_place",
 ]
@@ -31,7 +33,28 @@ _FUNCTION_WORDS = (
     "had|have|will|would|can|could|may|might|must|shall|should|did|does|do|a|an|the|its|his|"
     "her|their|our|my|your|we|i|he|she|they|it|you|there|here|again|too|also|just|only"
 )
-_PHRASE_END = r"(?=[ \t]*\n|\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
+_PHRASE_END = re.compile(
+    r"(?=[ \t]*\n|\s*(?:$|[.,;:!?)\]\"”])|\s+(?:" + _FUNCTION_WORDS + r"|[a-z]+ed)\b)"
+)
+_PLACE_BEFORE = re.compile(rf"\b{_PREPOSITION}\s+(?:the\s+)?\Z")
+_PERSON_BEFORE = re.compile(
+    r"\b(?:with|my (?:friend|cousin|sister|brother|wife|husband|partner))\s+\Z"
+)
+_AND_ME = re.compile(r"\s+and\s+(?:I|me)\b")
+_REACH = 60
+"""Characters before a name that :data:`_PLACE_BEFORE` and :data:`_PERSON_BEFORE` read."""
+
+
+def spots(name: str, context: str, after: str = "") -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each place ``context`` writes ``name`` as written, not after a word's
+    character nor one of ``after`` ("Tet" is not in "Tete", "Leigh" not in "O'Leigh" with
+    ``after="'"``). Found by plain search: a pattern per name would be compiled per mention."""
+    start = context.find(name)
+    while start >= 0:
+        before = context[start - 1] if start else " "
+        if not (before.isalnum() or before == "_" or before in after):
+            yield start, start + len(name)
+        start = context.find(name, start + 1)
 
 
 def written_as_place(surface: str, context: str | None) -> bool:
@@ -42,10 +65,14 @@ def written_as_place(surface: str, context: str | None) -> bool:
     word ("in Kranj and", "in Kranj last weekend") or a past-tense verb ("the museum in Kranj
     turned out ..."), not by a noun it modifies ("in Leigh syndrome", "in Ras-transformed
     cells", "at Harvard University", "in Cushing's disease")."""
-    if not context or not surface.strip():
+    name = surface.strip()
+    if not context or not name:
         return False
-    pattern = rf"\b{_PREPOSITION}\s+(?:the\s+)?{re.escape(surface.strip())}{_PHRASE_END}"
-    return re.search(pattern, context) is not None
+    return any(
+        _PLACE_BEFORE.search(context, max(0, start - _REACH), start)
+        and _PHRASE_END.match(context, end)
+        for start, end in spots(name, context)
+    )
 
 
 def ends_phrase(surface: str, context: str | None) -> bool:
@@ -53,21 +80,25 @@ def ends_phrase(surface: str, context: str | None) -> bool:
     (followed by punctuation, the end, a function word or a past-tense verb, as in
     :func:`written_as_place`), not as a word of a longer term: "Renyi's entropy", "the Tet (ten
     eleven translocation) proteins", "Leigh syndrome". No context: nothing to say otherwise."""
-    if not context or not surface.strip():
+    name = surface.strip()
+    if not context or not name:
         return True
-    pattern = rf"(?<![\w'’-]){re.escape(surface.strip())}{_PHRASE_END}"
-    return re.search(pattern, context) is not None
+    return any(_PHRASE_END.match(context, end) for _, end in spots(name, context, "'’-"))
 
 
 def written_as_person(surface: str, context: str | None) -> bool:
     """Whether ``context`` writes ``surface`` the way a companion is written: "with Sofia",
     "Sofia and I", "Sofia and me", "my friend Sofia" (as written, whole words)."""
-    if not context or not surface.strip():
+    name = surface.strip()
+    if not context or not name:
         return False
-    name = re.escape(surface.strip())
-    before = r"\b(?:with|my (?:friend|cousin|sister|brother|wife|husband|partner))\s+"
-    pattern = rf"(?:{before}{name}\b|\b{name}\s+and\s+(?:I|me)\b)"
-    return re.search(pattern, context) is not None
+    for start, end in spots(name, context):
+        whole = end == len(context) or not (context[end].isalnum() or context[end] == "_")
+        if whole and _PERSON_BEFORE.search(context, max(0, start - _REACH), start):
+            return True
+        if _AND_ME.match(context, end):
+            return True
+    return False
 
 
 NEVER_PLACE_LABELS = frozenset(
@@ -98,19 +129,22 @@ def cued_place(surface: str, label: str | None, context: str | None) -> bool:
 
 # after an author's surname in a reference: initials ("Premont, R. T. (1994)", "Hubbard, T. &"),
 # a year ("(Lawton, 1969)") or "et al"; not a state's letters ("Tiverton, R.I.")
-_CITED = r",\s*[A-Z]\.(?:\s+[A-Z]\.)*\s*(?:[,&(]|and\b)|,\s*(?:19|20)\d\d[a-z]?\s*[);]|\s+et\s+al\b"
+_CITED = re.compile(
+    r",\s*[A-Z]\.(?:\s+[A-Z]\.)*\s*(?:[,&(]|and\b)|,\s*(?:19|20)\d\d[a-z]?\s*[);]|\s+et\s+al\b"
+)
 # a short word cut before a number: "Fig. 2", "Eq. 3", "No. 5"
-_ABBREVIATION = r"\.\s*\d"
+_ABBREVIATION = re.compile(r"\.\s*\d")
 
 
 def cited(surface: str, context: str | None) -> bool:
     """Whether ``context`` writes ``surface`` as an author in a reference ("(Lawton, 1969)",
     "Premont, R. T. (1994) Methods Enzymol.") or as a short abbreviation before a number ("Fig.
     2"): neither is the town or the fruit of that name, anywhere in that text."""
-    if not context or not surface.strip():
+    name = surface.strip()
+    if not context or not name:
         return False
-    name = rf"(?<!\w){re.escape(surface.strip())}"
-    if re.search(name + f"(?:{_CITED})", context):
-        return True
-    short = " " not in surface.strip() and len(surface.strip()) <= 4
-    return short and re.search(name + _ABBREVIATION, context) is not None
+    short = " " not in name and len(name) <= 4
+    return any(
+        _CITED.match(context, end) or (short and _ABBREVIATION.match(context, end))
+        for _, end in spots(name, context)
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from argus_ir.kb.cues import spots
 from argus_ir.kb.forms import is_acronym, is_given_name
 
 __all__ = [
@@ -133,8 +134,11 @@ def cut_name(surface: str, context: str | None) -> bool:
     Scale-Daniel Gabriel Fahrenheit ... the Fahrenheit Scale-that was used": a dash)."""
     if not context or not surface.strip():
         return False
-    pattern = rf"(?<!\w){re.escape(surface)}(?!\w)"
-    ends = [m.end() for m in re.finditer(pattern, context)]
+    ends = [
+        end
+        for _, end in spots(surface, context)
+        if end == len(context) or not (context[end].isalnum() or context[end] == "_")
+    ]
     return bool(ends) and all(_goes_on(context[end:]) for end in ends)
 
 
