@@ -45,16 +45,26 @@ _REACH = 60
 """Characters before a name that :data:`_PLACE_BEFORE` and :data:`_PERSON_BEFORE` read."""
 
 
-def spots(name: str, context: str, after: str = "") -> Iterator[tuple[int, int]]:
+def spots(
+    name: str, context: str, after: str = "", *, whole: bool = False
+) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each place ``context`` writes ``name`` as written, not after a word's
-    character nor one of ``after`` ("Tet" is not in "Tete", "Leigh" not in "O'Leigh" with
-    ``after="'"``). Found by plain search: a pattern per name would be compiled per mention."""
+    character nor one of ``after`` ("Leigh" not in "O'Leigh" with ``after="'"``) and, with
+    ``whole``, not before a word's character ("Tet" is not in "Tete"). Found by plain search: a
+    pattern per name would be compiled per mention."""
     start = context.find(name)
     while start >= 0:
+        end = start + len(name)
         before = context[start - 1] if start else " "
-        if not (before.isalnum() or before == "_" or before in after):
-            yield start, start + len(name)
+        if not (_word_char(before) or before in after) and not (
+            whole and end < len(context) and _word_char(context[end])
+        ):
+            yield start, end
         start = context.find(name, start + 1)
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def written_as_place(surface: str, context: str | None) -> bool:
@@ -92,13 +102,12 @@ def written_as_person(surface: str, context: str | None) -> bool:
     name = surface.strip()
     if not context or not name:
         return False
-    for start, end in spots(name, context):
-        whole = end == len(context) or not (context[end].isalnum() or context[end] == "_")
-        if whole and _PERSON_BEFORE.search(context, max(0, start - _REACH), start):
-            return True
-        if _AND_ME.match(context, end):
-            return True
-    return False
+    if any(
+        _PERSON_BEFORE.search(context, max(0, start - _REACH), start)
+        for start, _ in spots(name, context, whole=True)
+    ):
+        return True
+    return any(_AND_ME.match(context, end) for _, end in spots(name, context))
 
 
 NEVER_PLACE_LABELS = frozenset(

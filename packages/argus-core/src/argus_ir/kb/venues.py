@@ -134,11 +134,7 @@ def cut_name(surface: str, context: str | None) -> bool:
     Scale-Daniel Gabriel Fahrenheit ... the Fahrenheit Scale-that was used": a dash)."""
     if not context or not surface.strip():
         return False
-    ends = [
-        end
-        for _, end in spots(surface, context)
-        if end == len(context) or not (context[end].isalnum() or context[end] == "_")
-    ]
+    ends = [end for _, end in spots(surface, context, whole=True)]
     return bool(ends) and all(_goes_on(context[end:]) for end in ends)
 
 
