@@ -44,9 +44,37 @@ def test_a_town_gets_its_country_and_population(gazetteer, cities):
 
 
 def test_a_shared_name_gets_the_most_populous_sense(gazetteer, cities):
-    best = max(_senses(cities, "Springfield"), key=lambda c: c["population"])
-    [(passage, _)] = gazetteer.lookup("Springfield", k=5)  # one sense, whatever k
+    best, second = sorted(_senses(cities, "Portland"), key=lambda c: -c["population"])[:2]
+    assert best["population"] > 3 * second["population"]  # Oregon's dwarfs Maine's
+    [(passage, _)] = gazetteer.lookup("Portland", k=5)  # one sense, whatever k
     assert passage.id == f"geonames:{best['geonameid']}"
+
+
+def test_namesakes_of_one_country_are_described_by_the_country(gazetteer, cities):
+    """Springfield, Missouri has 170,188 people, Springfield, Massachusetts 154,341: with no state
+    named, only "in United States" is sure (the old answer was Missouri's for every text)."""
+    senses = sorted(_senses(cities, "Springfield"), key=lambda c: -c["population"])
+    assert senses[0]["countrycode"] == senses[1]["countrycode"] == "US"
+    assert senses[0]["population"] < 3 * senses[1]["population"]
+    for context in (None, "He moved to the United States in 1990."):
+        [(passage, _)] = gazetteer.lookup("Springfield", context=context)
+        assert passage.id == "geonames:6252001@wide"
+        assert passage.description == "in United States"
+    # the text's state picks the town, even beside its country ("Princeton" is larger in Florida)
+    [(town, _)] = gazetteer.lookup(
+        "Princeton", context="From Princeton (then the College of New Jersey) to the United States"
+    )
+    assert town.description == "town in New Jersey, United States"
+    # inside a name, too: "Harvard" is a town in Illinois (9,194) and in Massachusetts (6,085)
+    [(inside, _)] = gazetteer.within("Radcliffe College of Harvard University", "at Radcliffe")
+    assert inside.id == "geonames:6252001@in"
+
+
+def test_a_name_a_big_city_bears_as_another_is_that_city(gazetteer):
+    """The name Cologne: a town of 7,032 in Italy by its main name, and Köln's English name."""
+    assert gazetteer.knows("Cologne")
+    [(passage, _)] = gazetteer.within("University of Cologne", "She studied at the University.")
+    assert passage.description == "in Köln, Germany"
 
 
 def test_the_documents_state_chooses_the_sense(gazetteer, cities):

@@ -58,6 +58,7 @@ from argus_ir.kb.geodata import CONTINENTS, COUNTRY_ALIASES, REGIONS
 from argus_ir.kb.placetable import BIG_PLACE, FormIndex, place_tables, size_word
 from argus_ir.kb.placetable import Place as _Place
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage
+from argus_ir.kb.senses import famous, named, sense, sure, twinned
 from argus_ir.kb.venues import (
     INSTITUTION_WORDS,
     NATURAL_FEATURES,
@@ -100,9 +101,6 @@ WIDE_SUFFIX = "@wide"
 ``geonames:6252001@wide`` is "in United States", said of "New York"."""
 FAMOUS_CITY = 500_000
 """A state named like a city this big in its country is described by the country (either fits)."""
-SENSE_MARGIN = 3
-"""A town is the sense of its name, in a text naming none of its senses' countries, only with at
-least this many times the people of every namesake abroad (:meth:`Gazetteer._sure`)."""
 _FORMAT = 1
 
 
@@ -306,7 +304,10 @@ class Gazetteer:
           only where the text writes the name as a whole that ends its phrase
           (:func:`~argus_ir.kb.cues.ends_phrase`) or names its country: "Renyi's entropy" is not
           a town in China, "the Tet (ten eleven translocation) proteins" not Tete;
-        - a town whose sense is in doubt gives nothing (:meth:`_sure`: "Douglas");
+        - a town whose sense is in doubt gives nothing (:func:`~argus_ir.kb.senses.sure`:
+          "Douglas"); one with a namesake nearly as big in another state of its country, where
+          the text names neither state, is described by the country ("Princeton (in United
+          States)": :func:`~argus_ir.kb.senses.twinned`);
         - a name in another case than the place's ("FIJI", "ParE": :func:`case_agrees`), or a
           ``LOC`` that begins with a natural feature ("Mount Royal" the hill) or is only a
           city's other name ("Central Valley"), is no town; a state named like a city of
@@ -325,19 +326,14 @@ class Gazetteer:
             return []
         if given and not written_as_place(surface, context):
             return []  # "Kim", "Greta", "Sofia": a friend, unless written as a place
-        best = self._sense(places, context, rest)
-        if not self._sure(best, places, context, rest):
+        regions = self._regions(context, rest)
+        best = self._sense(places, regions)
+        if not sure(best, places, regions):
             return []
-        if best.kind in ("state", "region") and any(
-            p.kind == "city" and p.country == best.country and p.population >= FAMOUS_CITY
-            for p in places
-        ):
-            country = self._by_gid.get(int(self._countries[best.country]["geonameid"]))
-            return [(self._inside_passage(country, WIDE_SUFFIX), 1.0)] if country else []
-        if label == "LOC" and best.kind == "city" and best.population < BIG_PLACE:
-            cued = written_as_place(surface, context)
-            if not cued and not _named(best, self._regions(context, rest)):
-                return []
+        small = best.kind == "city" and best.population < BIG_PLACE
+        cued = label != "LOC" or not small or named(best, regions)
+        if not cued and not written_as_place(surface, context):
+            return []
         primary = self._primary_names.get(normalize(surface).removeprefix("the "), ())
         if label == "LOC" and best.kind == "city" and best not in primary:
             return []
@@ -345,45 +341,23 @@ class Gazetteer:
             best.kind == "city"
             and (best.population < BIG_PLACE or best not in primary)
             and not ends_phrase(surface, context)
-            and not _named(best, self._regions(context, rest))
+            and not named(best, regions)
         ):
             return []
+        wide = best.kind in ("state", "region") and any(
+            p.kind == "city" and p.country == best.country and p.population >= FAMOUS_CITY
+            for p in places
+        )
+        if wide or twinned(best, places, regions):
+            country = self._country(best)
+            return [(self._inside_passage(country, WIDE_SUFFIX), 1.0)] if country else []
         return [(self._passage(best), 1.0)]
 
-    def _sense(self, places: list[_Place], context: str | None, rest: str = "") -> _Place:
-        """The sense the document means: a place in a country (or US state) it names, else a
-        country or state (the US state where the text names another state: "Alabama to the
-        northwest, Georgia to the north"), else the most populous."""
-        named = self._regions(context, rest)
-        own = {self._region_codes.get(p.name) for p in places}  # "Georgia" names itself
-        states = any(r.startswith("US-") for r in named - own)
-        return max(
-            places,
-            key=lambda p: (
-                _named(p, named) or (p.kind == "state" and states),
-                p.kind != "city",
-                p.kind == "state" and states,
-                p.population,
-            ),
-        )
+    def _sense(self, places: list[_Place], regions: frozenset[str]) -> _Place:
+        return sense(places, regions, {self._region_codes.get(p.name) for p in places})
 
-    def _sure(
-        self, best: _Place, places: list[_Place], context: str | None, rest: str = ""
-    ) -> bool:
-        """Whether ``best`` is the sense beyond reasonable doubt: the text names its country (or
-        state), it is a country or region, or it has at least :data:`SENSE_MARGIN` times the
-        people of every other town of that name in another country ("Bled"; not "Douglas", a town
-        in Ireland, on the Isle of Man and in a dozen other places), and, for a US town, the text
-        names no other state ("University Center" near "Michigan" is not the one in Virginia)."""
-        if best.kind != "city":
-            return True
-        named = self._regions(context, rest)
-        if _named(best, named):
-            return True
-        if best.country == "US" and any(r.startswith("US-") for r in named):
-            return False  # the text names another state: this one's namesake is likelier
-        others = [p.population for p in places if p.kind == "city" and p.country != best.country]
-        return not others or best.population >= SENSE_MARGIN * max(others)
+    def _country(self, place: _Place) -> _Place | None:
+        return self._by_gid.get(int(self._countries[place.country]["geonameid"]))
 
     def within(
         self, surface: str, context: str | None = None, *, label: str | None = None
@@ -392,7 +366,8 @@ class Gazetteer:
 
         Where the place may be written is :func:`~argus_ir.kb.venues.inside_forms`' (a comma
         part, after "of" or "in", right after the mention, before or after a venue word). A
-        place is taken when its sense is sure (:meth:`_sure`), never for a name with a title, a
+        place is taken when its sense is sure (:func:`~argus_ir.kb.senses.sure`; by its country
+        alone when :func:`~argus_ir.kb.senses.twinned`), never for a name with a title, a
         natural feature or a state's word ("Duke of Wellington", "Gulf of Aqaba", "Republic of
         Kenya": the country itself), nor a given name before or
         after a venue word ("Albert Hall"), nor a single common word under :data:`FAMOUS_CITY`
@@ -412,51 +387,49 @@ class Gazetteer:
             return []
         venue = any(w in VENUE_WORDS for w in words)
         institution = any(w in INSTITUTION_WORDS for w in words)
-        self._load()
+        names = self._load()
+        regions = self._regions(context)
         for form, where in inside_forms(surface, context, venue=venue):
             if is_acronym(form):
                 continue
-            places = self._primary_names.get(normalize(form).removeprefix("the "))
+            key = normalize(form).removeprefix("the ")
+            places = self._primary_names.get(key)
             if not places:
                 continue
-            best = self._sense(places, context)
-            if not self._sure(best, places, context):
+            best = self._sense(places, regions)
+            if not sure(best, places, regions):
                 continue
-            if best.kind == "city" and not self._famous(best, places, context):
-                continue  # "London Naval Treaty" beside "Ohio" is still not London, Ohio
+            everyone = names.get(key) or places
+            if best.kind == "city" and not famous(best, everyone, regions):
+                best = max(everyone, key=lambda p: p.population)
+                if best in places:
+                    continue  # "London Naval Treaty" beside "Ohio" is still not London, Ohio
+                # else the city known by this name ("University of Cologne": Köln, not the
+                # village of Cologne in Italy)
             one_word = " " not in form.strip()
             if one_word and form.casefold() in NEVER_PLACE_WORDS:
                 continue  # "University" (of Sydney), "North" (Atlantic Treaty): words
             big = best.kind != "city" or best.population >= BIG_PLACE
-            famous = best.kind != "city" or best.population >= FAMOUS_CITY
+            vast = best.kind != "city" or best.population >= FAMOUS_CITY
             if where == "of the" and best.kind == "city":
                 continue
             if where in ("leading", "trailing") and is_given_name(form.split()[0]):
                 continue  # "Albert Hall", "Elizabeth Tower": a person's name
-            if where != "after" and one_word and is_common_word(form) and not famous:
+            if where != "after" and one_word and is_common_word(form) and not vast:
                 continue  # "Declaration of Independence", "Rates Ecomuseum": a word
             if not big and (
                 (where == "leading" and institution)
                 or (where != "after" and is_given_name(form.split()[0]))
             ):
                 continue
+            if twinned(best, places, regions):  # "Harvard" is in Illinois and Massachusetts
+                best = self._country(best) or best
             return [(self._inside_passage(best), 1.0)]
         for form in country_forms(surface):
             for place in self._primary_names.get(normalize(form), ()):
                 if place.kind == "country":
                     return [(self._inside_passage(place), 1.0)]
         return []
-
-    def _famous(self, best: _Place, places: list[_Place], context: str | None) -> bool:
-        """Whether a town in a name is the one the name means: no namesake has
-        :data:`SENSE_MARGIN` times its people, unless the text names the town's own state or
-        region. A venue is named after the famous town ("London Naval Treaty", "University of
-        Marburg"); the text naming the country of a small namesake is not enough."""
-        bigger = [p for p in places if p.population >= SENSE_MARGIN * max(best.population, 1)]
-        if not bigger:
-            return True
-        named = self._regions(context)
-        return best.country == "US" and f"US-{best.admin1}" in named
 
     def _inside_passage(self, place: _Place, suffix: str = INSIDE_SUFFIX) -> Passage:
         if place.kind == "country":
@@ -467,10 +440,6 @@ class Gazetteer:
             where = f"{place.name}, {self._where(place)}"
         text = f"It is in {where}."
         return Passage(f"{ID_PREFIX}{place.gid}{suffix}", place.name, text, f"in {where}")
-
-
-def _named(place: _Place, regions: frozenset[str]) -> bool:
-    return place.country in regions or f"{place.country}-{place.admin1}" in regions
 
 
 def gazetteer_fingerprint(version: str, min_population: int) -> str:
