@@ -159,3 +159,84 @@ def test_augment_reads_the_window_for_the_descriptor_alone(diagnoser):
     assert "Casablanca" in focus and "Casablanca" not in descriptor
     assert descriptor == {"Humphrey Bogart", "Lucknow"}
     assert (card["diagnosis"], focus_card["diagnosis"]) == ("window", "whole")
+
+
+# -- sharing the cores with NER ---------------------------------------------------------------
+
+
+@pytest.fixture
+def two_threads():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield torch
+    torch.set_num_threads(before)
+
+
+def test_the_encoder_lends_ner_a_thread_until_ner_is_done(minilm, two_threads):
+    from argus_ir.encoder.threads import SharedCores
+
+    busy = True
+    with SharedCores(minilm, lambda: busy) as cores:
+        assert two_threads.get_num_threads() == 1
+        cores.check()
+        assert two_threads.get_num_threads() == 1  # still busy: still lent
+        busy = False
+        cores.check()
+        assert two_threads.get_num_threads() == 2
+    assert two_threads.get_num_threads() == 2
+    with pytest.raises(RuntimeError), SharedCores(minilm, lambda: True):
+        raise RuntimeError("a failing forward pass")
+    assert two_threads.get_num_threads() == 2  # given back whatever happens
+    with SharedCores(minilm, lambda: False):  # nothing beside it: nothing lent
+        assert two_threads.get_num_threads() == 2
+
+
+def test_a_bf16_encoder_keeps_its_threads(minilm, two_threads):
+    """bf16 states depend on the thread count: lending one would make them depend on timing."""
+    from types import SimpleNamespace
+
+    from argus_ir.encoder.threads import SharedCores
+
+    with SharedCores(SimpleNamespace(device="cpu", precision="bf16"), lambda: True):
+        assert two_threads.get_num_threads() == 2
+    with SharedCores(SimpleNamespace(device="cuda", precision="fp32"), lambda: True):
+        assert two_threads.get_num_threads() == 2
+
+
+def test_diagnosis_runs_its_first_batch_on_a_thread_fewer_and_says_the_same(
+    diagnoser, minilm, two_threads, monkeypatch
+):
+    """NER is held until the encoder's first forward pass is done, so that pass certainly ran
+    beside it; the diagnosis is bit for bit the one of a single-threaded run."""
+    import threading
+
+    texts = [DOC, "Ada Lovelace met Charles Babbage in London.", "Nothing named here."] * 30
+    alone = diagnoser.diagnose(texts)  # two threads, NER beside
+    two_threads.set_num_threads(1)
+    single = diagnoser.diagnose(texts)
+    two_threads.set_num_threads(2)
+
+    first_pass = threading.Event()
+    seen: list[int] = []
+    forward, extract = minilm._forward, diagnoser.mentions.extract
+
+    def counted_forward(*args, **kwargs):
+        seen.append(two_threads.get_num_threads())
+        out = forward(*args, **kwargs)
+        first_pass.set()
+        return out
+
+    def held_extract(*args, **kwargs):
+        assert first_pass.wait(60)
+        return extract(*args, **kwargs)
+
+    monkeypatch.setattr(minilm, "_forward", counted_forward)
+    monkeypatch.setattr(diagnoser.mentions, "extract", held_extract)
+    shared = diagnoser.diagnose(texts)
+    assert seen[0] == 1
+    assert two_threads.get_num_threads() == 2
+    for a, b, c in zip(alone, single, shared, strict=True):
+        assert a.entities == b.entities == c.entities
+        assert np.array_equal(a.doc_vector, b.doc_vector)
+        assert np.array_equal(a.doc_vector, c.doc_vector)
