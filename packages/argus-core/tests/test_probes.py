@@ -513,3 +513,76 @@ def test_a_truncated_xgboost_probe_file_is_refused_naming_it(tmp_path):
     model.write_bytes(data[: len(data) // 2])
     with pytest.raises(ArgusInputError, match=rf"{model.name}: cannot read the xgboost probe"):
         TrainedProbe.load(folder)
+
+
+# --- the xgboost probe read without xgboost ------------------------------------------------------
+
+
+def _shipped_xgboost_folder():
+    from argus_ir.probes import shipped_probes
+
+    return next(p.path for p in shipped_probes() if p.family == "xgboost")
+
+
+def test_the_numpy_forest_predicts_what_xgboost_does():
+    """Bit for bit, on vectors of several scales with missing values among them: the forest
+    compares in float32 and adds the trees in XGBoost's order."""
+    xgb = pytest.importorskip("xgboost")
+    from argus_ir.probes.xgb import Forest
+
+    path = _shipped_xgboost_folder() / "xgboost.json"
+    forest = Forest(json.loads(path.read_text()))
+    booster = xgb.Booster()
+    booster.load_model(str(path))
+    rng = np.random.default_rng(7)
+    for scale in (0.05, 0.3, 1.0, 4.0):
+        X = (rng.normal(size=(5000, forest.n_features)) * scale).astype(np.float32)
+        X[::37, rng.integers(forest.n_features)] = np.nan
+        want = booster.predict(xgb.DMatrix(X))
+        got = forest.predict(X)
+        assert got.dtype == want.dtype == np.float32
+        assert np.array_equal(got, want)
+    probe = TrainedProbe.load(_shipped_xgboost_folder())
+    X = rng.normal(size=(300, forest.n_features)).astype(np.float32) * 0.3
+    assert probe.model.forest is not None and probe.model.booster is None
+    want = np.clip(booster.predict(xgb.DMatrix(X)).astype(np.float64), 0, 1)
+    assert np.array_equal(probe.predict(X), want)
+
+
+def test_a_trained_xgboost_probe_reads_back_the_same(trained, tmp_path):
+    X, _, _, result = trained
+    probe = result.family_probes["xgboost"]
+    probe.save(tmp_path / "p")
+    back = TrainedProbe.load(tmp_path / "p")
+    assert back.model.forest is not None  # read without xgboost ...
+    assert np.array_equal(back.predict(X), probe.predict(X))  # ... to the same numbers
+    back.save(tmp_path / "again")  # and written back as read
+    assert (tmp_path / "again" / "xgboost.json").read_bytes() == (
+        tmp_path / "p" / "xgboost.json"
+    ).read_bytes()
+
+
+def test_loading_and_using_the_shipped_xgboost_probe_imports_no_xgboost():
+    code = (
+        "import sys, numpy as np; from argus_ir.probes import TrainedProbe; "
+        f"p = TrainedProbe.load({str(_shipped_xgboost_folder())!r}); "
+        "p.predict(np.zeros((3, p.card.dim), dtype=np.float32)); "
+        "print([m for m in ('xgboost', 'sklearn', 'pandas') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_model_the_forest_does_not_take_is_read_by_xgboost(tmp_path):
+    import shutil
+
+    xgb = pytest.importorskip("xgboost")
+    folder = tmp_path / "probe"
+    shutil.copytree(_shipped_xgboost_folder(), folder)
+    model = json.loads((folder / "xgboost.json").read_text())
+    model["learner"]["objective"]["name"] = "reg:absoluteerror"  # same trees, another objective
+    (folder / "xgboost.json").write_text(json.dumps(model))
+    probe = TrainedProbe.load(folder)
+    assert probe.model.forest is None and isinstance(probe.model.booster, xgb.Booster)
+    X = np.random.default_rng(3).normal(size=(50, probe.card.dim)).astype(np.float32)
+    assert probe.predict(X).shape == (50,)

@@ -268,7 +268,8 @@ class TrainedProbe:
             ArgusInputError: The folder, its card or its model file is missing or malformed, or
                 the card's format version is newer than this argus reads.
             ProbeMismatchError: The probe was trained for another retriever, dim or pooling.
-            MissingExtraError: An XGBoost probe without the ``[xgboost]`` extra.
+            MissingExtraError: An XGBoost model the numpy reader does not take (not one the
+                probes train) without the ``[xgboost]`` extra.
         """
         folder = Path(directory)
         card_path = folder / CARD_FILE
