@@ -46,6 +46,11 @@ def test_cached_place_tables_answer_as_the_fresh_build(geonames, tmp_path):
         for gid, place in by_gid.items():
             assert _rows([tables.by_gid.get(gid)]) == _rows([place])
         assert tables.names.get("no such place") is None
+        # found by binary search in sorted bytes: the ends and the gaps find nothing
+        for missing in ("", "\x01", "zzzzzzzzzz", "\U0010ffff", "paris0", "paris of nowhere"):
+            assert missing not in tables.names and tables.names.get(missing) is None
+        assert "paris" in tables.names
+        assert any(not form.isascii() for form in names)  # accented forms are searched too
         assert tables.by_gid.get(-(10**9)) is None
 
 
