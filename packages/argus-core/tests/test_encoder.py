@@ -275,3 +275,23 @@ def test_a_folder_with_other_modules_loads_through_sentence_transformers(tmp_pat
     )
     assert _plain_layout(folder) is None  # sentence-transformers lower-cases the text
     assert _plain_layout(tmp_path / "absent") is None
+
+
+def test_no_model_loading_bar_when_no_progress_is_asked():
+    """transformers draws a "Loading weights" bar on stderr; Argus(show_progress=False) hides it
+    for the load, and gives the setting back."""
+    import subprocess
+    import sys
+
+    code = (
+        "from argus_ir import Argus; Argus(show_progress={show})._get('encoder'); "
+        "import transformers.utils.logging as l; print(l.is_progress_bar_enabled())"
+    )
+    for show in (False, True):
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(show=show)], capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "True"
+        if not show:
+            assert "Loading weights" not in out.stderr

@@ -179,14 +179,16 @@ class Argus:
 
     def _load_encoder(self) -> Any:
         from argus_ir.encoder import load_encoder
+        from argus_ir.encoder.models import loading_bars
 
-        return load_encoder(
-            self.retriever,
-            backend=self.backend,
-            device=self.device,
-            batch_size=self.encoder_batch_size,
-            precision=self.precision,
-        )
+        with loading_bars(self.show_progress):
+            return load_encoder(
+                self.retriever,
+                backend=self.backend,
+                device=self.device,
+                batch_size=self.encoder_batch_size,
+                precision=self.precision,
+            )
 
     def _load_diagnoser(self) -> Diagnoser:
         from argus_ir.probes import TrainedProbe, load_shipped_probe

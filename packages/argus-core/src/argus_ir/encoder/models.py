@@ -12,19 +12,28 @@ Any other string is taken as a local folder or a model id for the backend to res
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from argus_ir._optional import require
 from argus_ir.errors import ArgusInputError
 from argus_ir.outputs import check_output
 
-__all__ = ["MODEL_ALIASES", "assemble_mpnet", "cache_dir", "canonical_id", "resolve_model"]
+__all__ = [
+    "MODEL_ALIASES",
+    "assemble_mpnet",
+    "cache_dir",
+    "canonical_id",
+    "loading_bars",
+    "resolve_model",
+]
 
 MODEL_ALIASES = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2",
@@ -130,3 +139,25 @@ def assemble_mpnet(target: Path | None = None) -> Path:
             shutil.rmtree(target)
         os.replace(inner, target)
     return target
+
+
+@contextlib.contextmanager
+def loading_bars(show: bool) -> Iterator[None]:
+    """Let transformers draw its model-loading bar ("Loading weights") only when ``show``: a
+    caller who asked for no progress (``Argus(show_progress=False)``, an adapter's
+    ``show_progress``) sees none while a model loads. The setting is restored afterwards."""
+    if show:
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # no transformers: no bar to hide
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
