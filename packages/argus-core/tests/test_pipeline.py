@@ -71,11 +71,11 @@ def test_the_first_batch_is_small_and_batching_never_changes_the_output(argus):
     wide = dataclasses.replace(argus, batch_size=24)
     wide._loaded.update(argus._loaded)
     sizes = [len(b) for b in wide.process_batches(corpus)]
-    assert sizes == [FIRST_BATCH, 19] and FIRST_BATCH == 16
+    assert sizes == [FIRST_BATCH, 24, 10] and FIRST_BATCH == 1
     one = [v for b in wide.process_batches(corpus) for _, _, vs in b for v in vs]
     narrow = dataclasses.replace(argus, batch_size=5)
     narrow._loaded.update(argus._loaded)
-    assert [len(b) for b in narrow.process_batches(CORPUS)] == [5]  # never above batch_size
+    assert [len(b) for b in narrow.process_batches(CORPUS)] == [1, 4]  # never above batch_size
     assert _dump(one) == _dump(narrow.augment(corpus))
 
 

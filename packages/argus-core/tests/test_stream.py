@@ -86,11 +86,11 @@ def test_a_run_stopped_by_a_bad_record_resumes_after_the_fix(argus, shared_data,
     with pytest.raises(ArgusInputError, match=r"c\.jsonl:51: 'text' of document 'broken'"):
         augment_file(argus, corpus, out)
     ckpt = json.loads(checkpoint_path(out).read_text("utf-8"))
-    assert ckpt["documents_done"] == 48  # three batches of 16 finished before line 51
+    assert ckpt["documents_done"] == 49  # a first batch of one and three of 16 before line 51
     assert not out.exists()
     _corpus(shared_data, corpus, 60)  # the user fixes the file
     summary = augment_file(argus, corpus, out)
-    assert summary.resumed_from == 48 and summary.documents == 60
+    assert summary.resumed_from == 49 and summary.documents == 60
     assert out.read_bytes() == reference.read_bytes()
     stats, ref_stats = (
         json.loads(p.with_name(p.name + ".stats.json").read_text()) for p in (out, reference)
@@ -127,10 +127,10 @@ def test_resume_refuses_other_settings_or_another_corpus(argus, shared_data, tmp
         ArgusInputError, match=r"other settings \(diagnosis, remedy differ\).*--no-resume"
     ):
         augment_file(other, corpus, out)
-    _corpus(shared_data, corpus, 41)  # one more line at the end: still the same first 32
+    _corpus(shared_data, corpus, 41)  # one more line at the end: still the same first 33
     shuffled = corpus.read_text("utf-8").splitlines(keepends=True)
     corpus.write_text("".join(shuffled[1:] + shuffled[:1]), "utf-8")
-    with pytest.raises(ArgusInputError, match="first 32 documents differ"):
+    with pytest.raises(ArgusInputError, match="first 33 documents differ"):
         augment_file(argus, corpus, out)
     summary = augment_file(argus, corpus, out, resume=False)  # start over
     assert summary.resumed_from == 0 and summary.documents == 41
@@ -209,10 +209,10 @@ def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
     out = tmp_path / "out.jsonl"
     with pytest.raises(ArgusInputError):
         augment_file(argus, corpus, out)
-    assert json.loads(checkpoint_path(out).read_text("utf-8"))["documents_done"] == 48
+    assert json.loads(checkpoint_path(out).read_text("utf-8"))["documents_done"] == 49
     _corpus(shared_data, corpus, 60)
     summary = augment_file(argus, corpus, out)
-    assert summary.resumed_from == 48
+    assert summary.resumed_from == 49
     assert out.read_bytes() == reference.read_bytes()  # the pool came back from the start
 
 
@@ -242,9 +242,9 @@ def test_corpus_targeting_resumed_within_a_corpus_smaller_than_the_pool_writes_t
     out = tmp_path / "out.jsonl"
     with pytest.raises(KeyboardInterrupt):
         augment_file(stopped, corpus, out)
-    assert json.loads(checkpoint_path(out).read_text("utf-8"))["documents_done"] == 24
+    assert json.loads(checkpoint_path(out).read_text("utf-8"))["documents_done"] == 21  # 1 + 5 x 4
     summary = augment_file(whole, corpus, out)
-    assert summary.resumed_from == 24 and summary.stats.flagged_entities > 0
+    assert summary.resumed_from == 21 and summary.stats.flagged_entities > 0
     assert _outputs(out) == _outputs(reference)
 
 
