@@ -280,18 +280,20 @@ def test_a_folder_with_other_modules_loads_through_sentence_transformers(tmp_pat
 def test_no_model_loading_bar_when_no_progress_is_asked():
     """transformers draws a "Loading weights" bar on stderr; Argus(show_progress=False) hides it
     for the load, and gives the setting back."""
+    import os
     import subprocess
     import sys
 
     code = (
+        "import transformers.utils.logging as l; before = l.is_progress_bar_enabled(); "
         "from argus_ir import Argus; Argus(show_progress={show})._get('encoder'); "
-        "import transformers.utils.logging as l; print(l.is_progress_bar_enabled())"
+        "print(before, l.is_progress_bar_enabled())"
     )
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
     for show in (False, True):
         out = subprocess.run(
-            [sys.executable, "-c", code.format(show=show)], capture_output=True, text=True
+            [sys.executable, "-c", code.format(show=show)], capture_output=True, text=True, env=env
         )
         assert out.returncode == 0, out.stderr
-        assert out.stdout.strip() == "True"
-        if not show:
-            assert "Loading weights" not in out.stderr
+        assert out.stdout.split() == ["True", "True"]  # on before, on again after
+        assert ("Loading weights" in out.stderr) is show  # the bar is there to hide

@@ -467,7 +467,9 @@ class _Poisoned:
         return self.real.extract(texts, show_progress=show_progress)
 
 
-def test_one_document_whose_diagnosis_raises_is_kept_and_reported(argus, shared_data, tmp_path):
+def test_one_document_whose_diagnosis_raises_is_kept_and_reported(
+    argus, shared_data, tmp_path, monkeypatch
+):
     from argus_ir import Argus
     from argus_ir.diagnose import Diagnoser
 
@@ -490,12 +492,18 @@ def test_one_document_whose_diagnosis_raises_is_kept_and_reported(argus, shared_
     assert summary.stats.views > 0  # its batch-mates still got theirs
     assert summary.stats.failures == [(rows[5]["id"], "diagnosis: RuntimeError: tokenizer choked")]
 
-    # when every document fails alone, the fault is not theirs: the error stops the run
+    # every document fails alone, but a plain text passes: the fault is theirs, each reported
     for r in rows:
         r["text"] += " POISON"
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    summary = augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out2.jsonl")
+    assert [doc_id for doc_id, _ in summary.stats.failures] == [r["id"] for r in rows]
+    # a fault of the models fails any text, the canary too: the error stops the run
+    import argus_ir.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "CANARY", "Paris is the capital of France. POISON")
     with pytest.raises(RuntimeError, match="tokenizer choked"):
-        augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out2.jsonl")
+        augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out3.jsonl")
 
 
 def test_a_document_over_max_chars_is_refused_at_once_and_kept_as_read(
