@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from argus_ir.encoder.base import TokenEncoder
-from argus_ir.encoder.threads import SharedCores
 from argus_ir.errors import ArgusInputError
 from argus_ir.probes.artifact import TrainedProbe
 from argus_ir.text.grounding import normalize
@@ -195,20 +194,12 @@ class Diagnoser:
         if window_only:
             read = [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
         # NER and the retriever pass need only the texts: spaCy runs in a thread while torch runs
-        # here (torch releases the GIL), which hides part of NER's time behind the encoder's; torch
-        # lends NER one of its threads until NER is done (SharedCores: its threads would wait for
-        # the one that shares NER's core).
+        # here (torch releases the GIL), which hides part of NER's time behind the encoder's.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner") as pool:
             pending = pool.submit(self.mentions.extract, read, show_progress=show_progress)
-            with SharedCores(self.encoder, lambda: not pending.done()) as cores:
-                encoded = list(
-                    self.encoder.encode(
-                        texts,
-                        show_progress=show_progress,
-                        first_window=window_only,
-                        between_batches=cores.check,
-                    )
-                )
+            encoded = list(
+                self.encoder.encode(texts, show_progress=show_progress, first_window=window_only)
+            )
             found = pending.result()
         out = []
         for doc_id, mentions, enc in zip(ids, found, encoded):

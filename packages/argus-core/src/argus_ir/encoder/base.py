@@ -223,7 +223,6 @@ class TokenEncoder:
         show_progress: bool = False,
         total: int | None = None,
         first_window: bool = False,
-        between_batches: Callable[[], None] | None = None,
     ) -> Iterator[EncodedText]:
         """Encode texts, yielding one :class:`EncodedText` per text, in input order.
 
@@ -241,8 +240,6 @@ class TokenEncoder:
             total: Number of texts, for the progress bar when ``texts`` has no length.
             first_window: Encode only each text's first window, what the retriever itself reads:
                 states (and offsets) of its tokens alone, the same document vector.
-            between_batches: Called after each forward pass (the diagnosis gives a CPU thread
-                back there: :class:`~argus_ir.encoder.threads.SharedCores`).
         """
         from tqdm.auto import tqdm
 
@@ -256,8 +253,6 @@ class TokenEncoder:
             before = int(round(done, 6))
             done += amount
             bar.update(int(round(done, 6)) - before)
-            if between_batches is not None:
-                between_batches()
 
         chunk: list[str] = []
         try:
