@@ -388,7 +388,6 @@ class Gazetteer:
         venue = any(w in VENUE_WORDS for w in words)
         institution = any(w in INSTITUTION_WORDS for w in words)
         names = self._load()
-        regions = self._regions(context)
         for form, where in inside_forms(surface, context, venue=venue):
             if is_acronym(form):
                 continue
@@ -396,6 +395,7 @@ class Gazetteer:
             places = self._primary_names.get(key)
             if not places:
                 continue
+            regions = self._regions(context)  # scanned once per document (kept)
             best = self._sense(places, regions)
             if not sure(best, places, regions):
                 continue
