@@ -121,7 +121,7 @@ class FormIndex:
         return self._blob[self._starts[i] : self._starts[i + 1] - 1]
 
     def _find(self, form: str) -> int | None:
-        key = form.encode("utf-8", "surrogatepass")
+        key = _utf8(form)
         lo, hi = 0, len(self)
         while lo < hi:
             mid = (lo + hi) // 2
@@ -177,7 +177,7 @@ def _split(blob: np.ndarray) -> list[str]:
 
 def _join(items: Iterable[str]) -> np.ndarray:
     """Strings as one UTF-8 byte array (numpy's own strings would take four bytes a letter)."""
-    return np.frombuffer(_SEP.join(items).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    return np.frombuffer(_utf8(_SEP.join(items)), dtype=np.uint8)
 
 
 def _build(cache: Any) -> tuple[dict[str, list[Place]], dict[str, list[Place]], dict[int, Place]]:
