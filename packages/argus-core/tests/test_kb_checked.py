@@ -395,6 +395,27 @@ def test_a_small_town_is_not_a_word_of_a_longer_term(shipped, surface, context):
     assert gazetteer.lookup(surface, label="GPE", context=context) == []
 
 
+@pytest.mark.parametrize(
+    ("surface", "context"),
+    [
+        # a big city, in a text that names its country
+        ("Pittsburgh", "United States veterans scanned with the tracer Pittsburgh compound B."),
+        # a small town, in a text that names its country
+        ("Wharton", "Cells from Wharton's jelly of umbilical cords donated in the United States."),
+    ],
+)
+def test_a_one_word_town_of_any_size_is_not_a_word_of_a_longer_term(shipped, surface, context):
+    """Neither the city's size nor the text naming its country makes "Pittsburgh compound B" a
+    thing in Pittsburgh: a one-word town must end its phrase somewhere in the text."""
+    gazetteer = shipped.sources["places"]
+    alone = context.replace("compound B", "and Boston").replace("'s jelly", " and Paris")
+    assert gazetteer.lookup(surface, label="GPE", context=alone)  # the same text, a town
+    assert gazetteer.lookup(surface, label="GPE", context=context) == []
+    # two words need more: "New Orleans" in "New Orleans jazz" is still the city
+    jazz = "Musicians in the United States played New Orleans jazz."
+    assert gazetteer.lookup("New Orleans", label="GPE", context=jazz)
+
+
 def test_a_state_in_a_name_is_described_once(shipped):
     gazetteer = shipped.sources["places"]
     (hit,) = gazetteer.within(

@@ -62,7 +62,7 @@ def test_namesakes_of_one_country_are_described_by_the_country(gazetteer, cities
         assert passage.description == "in United States"
     # the text's state picks the town, even beside its country ("Princeton" is larger in Florida)
     [(town, _)] = gazetteer.lookup(
-        "Princeton", context="From Princeton (then the College of New Jersey) to the United States"
+        "Princeton", context="From Princeton, then the College of New Jersey, to the United States"
     )
     assert town.description == "town in New Jersey, United States"
     # inside a name, too: "Harvard" is a town in Illinois (9,194) and in Massachusetts (6,085)

@@ -89,11 +89,13 @@ def ends_phrase(surface: str, context: str | None) -> bool:
     """Whether ``context`` writes ``surface`` somewhere as a whole name that ends its phrase
     (followed by punctuation, the end, a function word or a past-tense verb, as in
     :func:`written_as_place`), not as a word of a longer term: "Renyi's entropy", "the Tet (ten
-    eleven translocation) proteins", "Leigh syndrome". No context: nothing to say otherwise."""
+    eleven translocation) proteins", "Leigh syndrome". No context, or one that never writes the
+    name: nothing to say otherwise."""
     name = surface.strip()
     if not context or not name:
         return True
-    return any(_PHRASE_END.match(context, end) for _, end in spots(name, context, "'’-"))
+    ends = [_PHRASE_END.match(context, end) for _, end in spots(name, context, "'’-")]
+    return not ends or any(ends)
 
 
 def written_as_person(surface: str, context: str | None) -> bool:

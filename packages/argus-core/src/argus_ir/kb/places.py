@@ -303,7 +303,10 @@ class Gazetteer:
         - a town under :data:`BIG_PLACE` people (or a city known by another of its names) is one
           only where the text writes the name as a whole that ends its phrase
           (:func:`~argus_ir.kb.cues.ends_phrase`) or names its country: "Renyi's entropy" is not
-          a town in China, "the Tet (ten eleven translocation) proteins" not Tete;
+          a town in China, "the Tet (ten eleven translocation) proteins" not Tete; a one-word
+          town's name, whatever its size and though the text names its country, only where it
+          ends its phrase ("Pittsburgh compound B", "Wharton's jelly", "the An Lushan
+          rebellion", "François Mitterrand": names after a town, or a person's);
         - a town whose sense is in doubt gives nothing (:func:`~argus_ir.kb.senses.sure`:
           "Douglas"); one with a namesake nearly as big in another state of its country, where
           the text names neither state, is described by the country ("Princeton (in United
@@ -339,9 +342,14 @@ class Gazetteer:
             return []
         if (
             best.kind == "city"
-            and (best.population < BIG_PLACE or best not in primary)
             and not ends_phrase(surface, context)
-            and not named(best, regions)
+            and (
+                " " not in surface.strip()
+                or (
+                    (best.population < BIG_PLACE or best not in primary)
+                    and not named(best, regions)
+                )
+            )
         ):
             return []
         wide = best.kind in ("state", "region") and any(
