@@ -76,6 +76,20 @@ def test_a_name_a_big_city_bears_as_another_is_that_city(gazetteer):
     [(passage, _)] = gazetteer.within("University of Cologne", "She studied at the University.")
     assert passage.description == "in Köln, Germany"
 
+    [(town, _)] = gazetteer.lookup("Cologne", label="GPE", context="We flew to Cologne.")
+    assert town.description == "city in Germany"
+
+
+def test_a_big_city_keeps_its_own_name_against_another_citys_alias(gazetteer, cities):
+    """ "Cancun" is Cancún's own name without its accent, and one of Changchun's other names;
+    Changchun has five times the people, but a city of Cancún's size is called by its name."""
+    (cancun,) = _senses(cities, "Cancún")
+    changchun = max(_senses(cities, "Changchun"), key=lambda c: c["population"])
+    assert "Cancun" in changchun["alternatenames"]
+    assert changchun["population"] > 3 * cancun["population"] > 300_000
+    [(passage, _)] = gazetteer.lookup("Cancun", label="GPE", context="A week in Cancun.")
+    assert passage.id == f"geonames:{cancun['geonameid']}"
+
 
 def test_the_documents_state_chooses_the_sense(gazetteer, cities):
     illinois = max(

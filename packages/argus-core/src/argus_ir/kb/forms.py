@@ -43,6 +43,7 @@ __all__ = [
     "alias_agrees",
     "case_agrees",
     "defined_as",
+    "fold",
     "is_acronym",
     "is_capitalised",
     "is_common_word",
@@ -95,7 +96,8 @@ def is_given_name(word: str) -> bool:
     return word.strip().casefold() in _given_names()
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """``text`` with its accents dropped and its case folded ("Cancún" → "cancun")."""
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
@@ -104,7 +106,7 @@ def name_words(form: str) -> tuple[str, ...]:
     """The words a name is compared by: accents and case folded, a trailing bracket
     ("Mercury (planet)"), a leading "the", possessives and a plural "s" of long words dropped."""
     text = _BRACKETS.sub("", form.strip())
-    text = _POSSESSIVE.sub("", _fold(text))
+    text = _POSSESSIVE.sub("", fold(text))
     words = _WORD.findall(text.replace("_", " "))
     if len(words) > 1 and words[0] == "the":
         words = words[1:]
@@ -147,7 +149,7 @@ def case_agrees(form: str, name: str) -> bool:
     each word's first letter: "ParE" (a protein subunit) is not Pare, "UreA" not Urea, "FIJI"
     (the software, or a shouted dateline's "WASHINGTON") not Fiji; "NASA", "McAllen" and "bled"
     agree. A form spelled otherwise ("USA" for United States) is not compared."""
-    if len(form) != len(name) or _fold(form) != _fold(name):
+    if len(form) != len(name) or fold(form) != fold(name):
         return True
     start = True
     for mine, theirs in zip(form, name, strict=True):
@@ -199,7 +201,7 @@ _LINKS = frozenset(
 def _initials(title: str) -> str:
     """The first letters of a title's words, hyphenated parts apart and linking words left out
     ("Value-added tax" → "vat", "Franklin D. Roosevelt" → "fdr", "Bank of England" → "be")."""
-    words = _WORD.findall(_fold(_BRACKETS.sub("", title)).replace("_", " "))
+    words = _WORD.findall(fold(_BRACKETS.sub("", title)).replace("_", " "))
     return "".join(w[0] for w in words if w not in _LINKS)
 
 
@@ -212,11 +214,11 @@ def spells(acronym: str, title: str, context: str | None = None) -> bool:
     if not is_acronym(acronym):
         return False
     if context is not None:
-        written = set(_WORD.findall(_fold(context)))
-        if not set(_WORD.findall(_fold(_BRACKETS.sub("", title)))) <= written:
+        written = set(_WORD.findall(fold(context)))
+        if not set(_WORD.findall(fold(_BRACKETS.sub("", title)))) <= written:
             return False
-    letters = "".join(c for c in _fold(acronym) if c.isalpha())
-    words = _WORD.findall(_fold(_BRACKETS.sub("", title)).replace("_", " "))
+    letters = "".join(c for c in fold(acronym) if c.isalpha())
+    words = _WORD.findall(fold(_BRACKETS.sub("", title)).replace("_", " "))
     return len(words) > 1 and letters in (_initials(title), "".join(w[0] for w in words))
 
 
@@ -273,10 +275,10 @@ def alias_agrees(form: str, title: str) -> bool:
       → Atlantic Ocean, "East Germany" → Germany).
     """
     if is_acronym(form):
-        words = _WORD.findall(_fold(_BRACKETS.sub("", title)))
+        words = _WORD.findall(fold(_BRACKETS.sub("", title)))
         plain = [w for w in words if w not in _LINKS]
         if plain and all(_common(w) for w in plain):
-            return spells(form, title) or _fold(form) in words
+            return spells(form, title) or fold(form) in words
         return True
     mine = {w for w in name_words(form) if w not in _LINKS}
     theirs = {w for w in name_words(title) if w not in _LINKS}

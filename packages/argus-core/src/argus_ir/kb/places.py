@@ -48,6 +48,7 @@ from argus_ir.kb.cues import (
 )
 from argus_ir.kb.forms import (
     case_agrees,
+    fold,
     is_acronym,
     is_capitalised,
     is_common_word,
@@ -314,12 +315,17 @@ class Gazetteer:
         - a name in another case than the place's ("FIJI", "ParE": :func:`case_agrees`), or a
           ``LOC`` that begins with a natural feature ("Mount Royal" the hill) or is only a
           city's other name ("Central Valley"), is no town; a state named like a city of
-          :data:`FAMOUS_CITY` people in its country ("New York") is described by the country.
+          :data:`FAMOUS_CITY` people in its country ("New York") is described by the country;
+        - a city of :data:`BIG_PLACE` people whose own name the form is, accents aside, keeps it
+          against cities known by it as another of their names ("Cancun" is Cancún, Mexico, though
+          it is also an alternate name of Changchun, five times bigger); a smaller town does not
+          ("Cologne" is Köln, not the village in Italy).
         """
         if k < 1:
             raise ArgusInputError(f"k must be at least 1, got {k}")
         places, rest = self._candidates(surface)
         places = [p for p in places if case_agrees(surface, p.name)]
+        places = _own_name_kept(surface, places)
         if places and is_acronym(surface):
             places = [p for p in places if p.kind != "city"]
         if label == "LOC" and (surface.split() or [""])[0].casefold() in NATURAL_FEATURES:
@@ -475,3 +481,13 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _own_name_kept(surface: str, places: list[_Place]) -> list[_Place]:
+    """``places`` without the cities known by ``surface`` only as another of their names, when a
+    city of :data:`BIG_PLACE` people bears it as its own (accents and case aside)."""
+    form = fold(normalize(surface).removeprefix("the "))
+    own = [p for p in places if p.kind == "city" and fold(p.name) == form]
+    if not any(p.population >= BIG_PLACE for p in own):
+        return places
+    return [p for p in places if p.kind != "city" or p in own]

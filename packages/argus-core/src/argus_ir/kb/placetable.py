@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from argus_ir.kb.forms import _fold, is_common_word, is_given_name
+from argus_ir.kb.forms import fold, is_common_word, is_given_name
 from argus_ir.kb.geodata import COUNTRY_ALIASES, REGIONS
 from argus_ir.text.grounding import normalize
 
@@ -222,7 +222,7 @@ def _build(cache: Any) -> tuple[dict[str, list[Place]], dict[str, list[Place]], 
             if a.isascii() and not is_given_name(a) and not is_common_word(a)
         ]
         add(place, [city["name"], *(alternates if place.population >= BIG_PLACE else ())])
-        for form in {normalize(city["name"]), normalize(_fold(city["name"]))}:
+        for form in {normalize(city["name"]), normalize(fold(city["name"]))}:
             primary.setdefault(form, []).append(place)
     return names, primary, by_gid
 
