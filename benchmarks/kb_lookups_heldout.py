@@ -16,7 +16,9 @@ document as context, as ``augment`` does) and keeps every mention, described or 
   Kingdom's countries, a state named like a great city, hills and common words in names) was
   frozen, which read the failures of ``flagged-test``; ``flagged-test-4``, a fourth, after the
   fourth round (cited authors and abbreviations, people's names, regions' other names), which
-  read those of ``flagged-test-3``;
+  read those of ``flagged-test-3``; ``flagged-test-5``, a fifth, after the fifth and sixth
+  rounds (the state a text names picks the town, namesakes within one country, a city's other
+  name; a one-word town of any size ends its phrase), which read those of ``flagged-test-4``;
 - ``typed``: mentions spaCy finds of the four hard forms (single given names, acronyms,
   venues, institutions; :func:`kb_lookups.mention_type`) over the four sets, until
   ``--described`` of each type are described, no set giving more than half of them (the
@@ -61,7 +63,7 @@ HELDOUT = HERE / "labels" / "kb-lookups-heldout.jsonl"
 HELDOUT_LABELS = HERE / "labels" / "kb-lookups-heldout-labels.jsonl"
 FLAGGED_SETS = ("entity-lists", "msmarco5k", "scifact")
 SEED = "heldout-2026-11-27"
-FLAGGED_PARTS = ("flagged", "flagged-test", "flagged-test-3", "flagged-test-4")
+FLAGGED_PARTS = ("flagged", "flagged-test", "flagged-test-3", "flagged-test-4", "flagged-test-5")
 
 
 def _seen() -> set[tuple[str, str]]:
@@ -147,7 +149,7 @@ def _sample(shared: Path, work: Path, described: int, max_docs: int, parts: set[
             for kind, n in per_set.items():
                 taken[kind] += n
             print(f"typed {name}: {per_set}", flush=True)
-    order = {"flagged": 0, "typed": 1, "flagged-test": 2, "flagged-test-3": 3, "flagged-test-4": 4}
+    order = {"flagged": 0, "typed": 1, **{p: i + 2 for i, p in enumerate(FLAGGED_PARTS[1:])}}
     _write_rows(HELDOUT, sorted(kept + rows, key=lambda r: order[r["part"]]))
     print(f"wrote {len(rows)} new mentions to {HELDOUT}, {len(kept)} kept")
 
@@ -234,6 +236,10 @@ def _score(parts: set[str]) -> None:
             part = [r for r in rows if r["part"] == flagged and r["set"] == name]
             if part:
                 print(_line(f"{flagged}, {name}", part, labels))
+    for name in FLAGGED_SETS:  # one set's flagged parts together: the set's whole sample
+        part = [r for r in rows if r["part"] in FLAGGED_PARTS and r["set"] == name]
+        if part:
+            print(_line(f"flagged parts, {name}", part, labels))
     for kind in MENTION_TYPES:
         part = [r for r in rows if r["part"] == "typed" and r["type"] == kind]
         print(_line(f"typed, {kind}", part, labels))
