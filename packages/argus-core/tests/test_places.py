@@ -81,7 +81,7 @@ def test_a_name_a_big_city_bears_as_another_is_that_city(gazetteer):
 
 
 def test_a_big_city_keeps_its_own_name_against_another_citys_alias(gazetteer, cities):
-    """ "Cancun" is Cancún's own name without its accent, and one of Changchun's other names;
+    """The name Cancun: Cancún's own without its accent, and one of Changchun's other names.
     Changchun has five times the people, but a city of Cancún's size is called by its name."""
     (cancun,) = _senses(cities, "Cancún")
     changchun = max(_senses(cities, "Changchun"), key=lambda c: c["population"])
