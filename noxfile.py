@@ -188,6 +188,7 @@ def types(session: nox.Session) -> None:
 BENCHMARKS = {
     "audit": "audit_bench.py",
     "ingest": "ingest_bench.py",
+    "diagnosis-floor": "diagnosis_floor.py",
     "eval": "eval_bench.py",
     "design": "remedy_design.py",
     "entity-set": "entity_set.py",
