@@ -48,7 +48,6 @@ from argus_ir.kb.cues import (
 )
 from argus_ir.kb.forms import (
     case_agrees,
-    fold,
     is_acronym,
     is_capitalised,
     is_common_word,
@@ -325,7 +324,11 @@ class Gazetteer:
             raise ArgusInputError(f"k must be at least 1, got {k}")
         places, rest = self._candidates(surface)
         places = [p for p in places if case_agrees(surface, p.name)]
-        places = _own_name_kept(surface, places)
+        primary = self._primary_names.get(normalize(surface).removeprefix("the "), ())
+        own = [p for p in places if p.kind == "city" and p in primary]
+        if any(p.population >= BIG_PLACE for p in own):
+            # a big city called by the form as its own name keeps it ("Cancun" is Cancún)
+            places = [p for p in places if p.kind != "city" or p in own]
         if places and is_acronym(surface):
             places = [p for p in places if p.kind != "city"]
         if label == "LOC" and (surface.split() or [""])[0].casefold() in NATURAL_FEATURES:
@@ -343,7 +346,6 @@ class Gazetteer:
         cued = label != "LOC" or not small or named(best, regions)
         if not cued and not written_as_place(surface, context):
             return []
-        primary = self._primary_names.get(normalize(surface).removeprefix("the "), ())
         if label == "LOC" and best.kind == "city" and best not in primary:
             return []
         if (
@@ -481,13 +483,3 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _own_name_kept(surface: str, places: list[_Place]) -> list[_Place]:
-    """``places`` without the cities known by ``surface`` only as another of their names, when a
-    city of :data:`BIG_PLACE` people bears it as its own (accents and case aside)."""
-    form = fold(normalize(surface).removeprefix("the "))
-    own = [p for p in places if p.kind == "city" and fold(p.name) == form]
-    if not any(p.population >= BIG_PLACE for p in own):
-        return places
-    return [p for p in places if p.kind != "city" or p in own]
