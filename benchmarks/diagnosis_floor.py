@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 from ingest_bench import DATASETS, _texts  # noqa: E402
 
 
-def _fastest(fn, runs: dict[str, list[float]], name: str) -> None:
+def _timed(fn, runs: dict[str, list[float]], name: str) -> None:
     t0 = time.perf_counter()
     fn()
     runs.setdefault(name, []).append(time.perf_counter() - t0)
@@ -78,7 +78,7 @@ def main() -> None:
     runs: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         for name, fn in parts.items():
-            _fastest(fn, runs, name)
+            _timed(fn, runs, name)
             print(f"{name}: {runs[name][-1]:.2f} s", flush=True)
     best = {name: min(times) for name, times in runs.items()}
     cores = torch.get_num_threads()
