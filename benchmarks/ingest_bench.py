@@ -11,8 +11,8 @@ Each side runs in a fresh Python process, model loads and imports included, one 
 
 Reported: c/a against the floor ``1 + (g - 1)`` (g = index growth), time to the first output
 record from process start on both sides, and a stage table as shares of (a): imports and model /
-KB loads, NER (it runs in a thread beside the encoder, so NER and the encoder pass overlap), the
-encoder pass, the probe, KB lookups per source (the gazetteer's one-time opening apart), view text
+KB loads, NER (on a CPU, in one worker process per core ahead of the encoder pass; on a GPU in a
+thread beside it, so NER and the encoder pass overlap), the encoder pass, the probe, KB lookups per source (the gazetteer's one-time opening apart), view text
 (the remedy less its lookups), output, view embedding. ``--repeats`` alternates a and c and keeps
 each side's fastest run (the machine's noise is one-sided).
 
@@ -168,6 +168,14 @@ def _texts(corpus: Path, limit: int) -> list:
     return docs[:limit] if limit else docs
 
 
+def _versions() -> dict[str, str]:
+    """The versions that set the speed of both sides (they move it between installs)."""
+    from importlib import metadata
+
+    names = ("torch", "transformers", "sentence-transformers", "spacy")
+    return {name: metadata.version(name) for name in names}
+
+
 def run_plain(
     corpus: Path, limit: int, model: str, device: str = "cpu", precision: str = "fp32"
 ) -> dict:
@@ -213,21 +221,23 @@ def run_argus(
     out_file: Path,
     device: str = "cpu",
     view_precision: str = "fp32",
-    ner_processes: int = 1,
+    ner_processes: int = 0,
 ) -> dict:
     """(c): ``Argus(**options)`` from import to the last view's vector, with its stage clocks.
-    ``ner_processes`` > 1 runs spaCy in that many worker processes (``SpacyMentions(processes=)``;
-    ``Argus`` has no setting for it yet, so the bench swaps the class it builds)."""
+    ``ner_processes`` > 0 runs spaCy in that many worker processes (``SpacyMentions(processes=)``;
+    ``Argus`` picks one per torch thread on a CPU and 1 on a GPU, and has no setting for it, so
+    the bench swaps the class it builds)."""
     import argus_ir.pipeline as pipeline
     import argus_ir.text.mentions as mentions
     from argus_ir import Argus, RemedyStats
     from argus_ir.runners.stream import json_line, view_record
 
-    if ner_processes > 1:
+    if ner_processes > 0:
         base = mentions.SpacyMentions
 
         class InWorkers(base):  # type: ignore[misc,valid-type]
             def __init__(self, *args, **kwargs) -> None:
+                kwargs.pop("processes", None)
                 super().__init__(*args, processes=ner_processes, **kwargs)
 
         mentions.SpacyMentions = InWorkers  # type: ignore[misc]
@@ -293,6 +303,7 @@ def run_argus(
     return {
         **({"gpu_work": sampler.summary()} if sampler else {}),
         "device": diagnoser.encoder.device,
+        "ner_processes": diagnoser.mentions.processes,
         "import_s": imported - _START,
         "loads_s": loads,
         "stream_s": stream_s,
@@ -371,7 +382,10 @@ def main() -> None:
         help="the plain encoder's and the view embedding's precision (autocast)",
     )
     parser.add_argument(
-        "--ner-processes", type=int, default=1, help="spaCy NER in N worker processes (argus side)"
+        "--ner-processes",
+        type=int,
+        default=0,
+        help="spaCy NER in N worker processes (argus side; 0: Argus's default)",
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
     parser.add_argument("--remedy", default=None, help="a remedy other than the default")
@@ -421,7 +435,7 @@ def main() -> None:
     per_source = sum(v for k, v in clocks.items() if k.startswith("lookups: "))
     stages = {
         "imports + loads": argus["import_s"] + sum(argus["loads_s"].values()),
-        "NER (beside the encoder)": clocks["ner"],
+        "NER": clocks["ner"],
         "encoder pass": clocks["encoder"],
         "probe": clocks["probe"],
         **{
@@ -451,7 +465,7 @@ def main() -> None:
         "index_growth": round(g, 3),
         "floor_1_plus_g_minus_1": round(g, 3),
         "bar_g_plus_0.3": round(g + 0.3, 3),
-        # the diagnosis's wall time (NER beside the encoder pass, probe) over plain encoding
+        # the diagnosis's wall time (NER and the encoder pass, probe) over plain encoding
         "b_over_a_encode": round(
             (argus["stream_s"] - clocks["remedy"] - argus["output_s"]) / plain["encode_s"], 3
         ),
@@ -465,7 +479,8 @@ def main() -> None:
         "runs_a_s": [round(p["total_s"], 2) for p in plains],
         "runs_c_s": [round(p["total_s"], 2) for p in arguses],
         "machine": f"{platform.machine()} {os.cpu_count()} cpus",
-        "ner_processes": args.ner_processes,
+        "versions": _versions(),
+        "ner_processes": argus["ner_processes"],
     }
     row["precision_sides"] = {  # the plain encoder's, Argus's diagnosis pass's, its views'
         "plain": args.plain_precision,

@@ -159,3 +159,63 @@ def test_augment_reads_the_window_for_the_descriptor_alone(diagnoser):
     assert "Casablanca" in focus and "Casablanca" not in descriptor
     assert descriptor == {"Humphrey Bogart", "Lucknow"}
     assert (card["diagnosis"], focus_card["diagnosis"]) == ("window", "whole")
+
+
+# -- NER in worker processes, ahead of the retriever's pass --------------------------------------
+
+
+def test_ner_in_workers_runs_ahead_of_the_cpu_pass_and_says_the_same(diagnoser, minilm, ner):
+    """With NER in worker processes and the retriever on the CPU, NER finishes before the pass
+    starts (no thread shares the cores with torch); the diagnosis is the one-process one, bit
+    for bit."""
+    from argus_ir.diagnose import Diagnoser
+    from argus_ir.text.mentions import WORKER_MIN_TEXTS, SpacyMentions
+
+    texts = [DOC, "Ada Lovelace met Charles Babbage in London.", "Nothing named here."] * 30
+    assert len(texts) >= WORKER_MIN_TEXTS
+    workers = SpacyMentions(processes=2)
+    ahead = Diagnoser(minilm, diagnoser.probe, workers)
+    events: list[str] = []
+    extract, encode = workers.extract, minilm.encode
+
+    def logged_extract(*args, **kwargs):
+        events.append("ner starts")
+        out = extract(*args, **kwargs)
+        events.append("ner ends")
+        return out
+
+    def logged_encode(*args, **kwargs):
+        events.append("pass starts")
+        yield from encode(*args, **kwargs)
+
+    try:
+        workers.extract = logged_extract  # type: ignore[method-assign]
+        minilm.encode = logged_encode  # type: ignore[method-assign]
+        found = ahead.diagnose(texts, window_only=True)
+        assert workers._workers is not None  # the workers read them
+    finally:
+        del minilm.encode
+        workers.close()
+    assert events == ["ner starts", "ner ends", "pass starts"]
+    alone = diagnoser.diagnose(texts, window_only=True)  # NER in this process, beside the pass
+    for a, b in zip(alone, found, strict=True):
+        assert a.entities == b.entities
+        assert np.array_equal(a.doc_vector, b.doc_vector)
+
+
+def test_ner_processes_follow_the_device():
+    torch = pytest.importorskip("torch")
+    from argus_ir.diagnose import ner_processes
+
+    assert ner_processes("cpu") == torch.get_num_threads()
+    assert ner_processes("cuda") == ner_processes("cuda:1") == 1  # NER hides beside a GPU's pass
+
+
+def test_argus_runs_ner_in_one_worker_per_cpu_thread():
+    torch = pytest.importorskip("torch")
+    from argus_ir import Argus
+
+    diagnoser = Argus(device="cpu").diagnoser
+    assert diagnoser.mentions.processes == torch.get_num_threads()
+    assert diagnoser._ner_ahead(256) is (torch.get_num_threads() > 1)
+    assert not diagnoser._ner_ahead(1)  # the first record's lone document: read here

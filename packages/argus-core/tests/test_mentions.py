@@ -8,12 +8,14 @@ import pytest
 from argus_ir.errors import ArgusInputError
 from argus_ir.text.mentions import (
     DEFAULT_SPACY_LABELS,
+    WORKER_MIN_TEXTS,
     Mention,
     SpacyMentions,
     TransformersMentions,
     _is_edge_noise,
     _mention,
 )
+from argus_ir.text.ner_workers import split_by_length
 
 TEXT = (
     "Barack Obama met Angela Merkel in Berlin on 3 May 2010 with 40 people from the United Nations."
@@ -78,27 +80,92 @@ def test_spacy_batches_keep_order_and_handle_empty_texts(spacy_ner):
     ]
 
 
-def test_ner_in_worker_processes_gives_the_same_mentions_in_order(spacy_ner):
+MEETINGS = [
+    f"{who} met {whom} in {where} in {year}."
+    for who, whom, where, year in [
+        ("Barack Obama", "Angela Merkel", "Berlin", 2010),
+        ("Marie Curie", "Albert Einstein", "Brussels", 1911),
+        ("Nelson Mandela", "F. W. de Klerk", "Oslo", 1993),
+    ]
+] * 25 + ["", "Tokyo hosted the Olympics."]
+
+
+@pytest.fixture
+def two_workers(spacy_ner):
+    workers = SpacyMentions(processes=2)
+    yield workers
+    workers.close()
+
+
+def test_ner_in_worker_processes_gives_the_same_mentions_in_order(spacy_ner, two_workers):
+    """Two processes: this one reads the first half of the texts, one worker the second."""
     import pickle
 
-    texts = [
-        f"{who} met {whom} in {where} in {year}."
-        for who, whom, where, year in [
-            ("Barack Obama", "Angela Merkel", "Berlin", 2010),
-            ("Marie Curie", "Albert Einstein", "Brussels", 1911),
-            ("Nelson Mandela", "F. W. de Klerk", "Oslo", 1993),
-        ]
-    ] * 5 + ["", "Tokyo hosted the Olympics."]
-    workers = SpacyMentions(processes=2)
-    try:
-        assert workers.extract(texts) == spacy_ner.extract(texts)
-        assert workers._pool is not None  # they ran in the workers
-        assert pickle.loads(pickle.dumps(workers))._pool is None  # a copy starts its own
-    finally:
-        workers.close()
-    assert workers._pool is None
+    assert len(MEETINGS) >= WORKER_MIN_TEXTS
+    assert two_workers.extract(MEETINGS) == spacy_ner.extract(MEETINGS)
+    assert two_workers._workers is not None  # they ran in the workers
+    assert pickle.loads(pickle.dumps(two_workers))._workers is None  # a copy starts its own
+    short = MEETINGS[: WORKER_MIN_TEXTS - 1]
+    assert not two_workers.in_workers(len(short))
+    assert two_workers.extract(short) == spacy_ner.extract(short)  # read here, the same
+    two_workers.close()
+    assert two_workers._workers is None
     with pytest.raises(ArgusInputError, match="processes"):
         SpacyMentions(processes=0)
+
+
+def test_split_by_length_keeps_order_and_balances_characters():
+    texts = ["a" * 10, "b" * 10, "c" * 30, "d" * 10, ""]
+    runs = split_by_length(texts, 2)  # lengths + 1: 11, 11, 31, 11, 1 (65): half is 32.5
+    assert runs == [(0, 3), (3, 5)]
+    assert split_by_length(texts, 1) == [(0, 5)]
+    assert split_by_length(["x"], 4) == [(0, 1)]
+    assert split_by_length([], 2) == []
+    covered = [i for start, end in split_by_length(texts * 7, 3) for i in range(start, end)]
+    assert covered == list(range(35))
+
+
+def test_workers_never_run_the_callers_script_again(tmp_path):
+    """multiprocessing's spawn imports ``__main__`` in each worker: a script without a main
+    guard would run (and ingest) once more per worker. Fresh interpreters do not."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "ingest.py"
+    script.write_text(
+        "from argus_ir.text.mentions import SpacyMentions\n"
+        "print('script ran', flush=True)\n"
+        "ner = SpacyMentions(processes=2)\n"
+        "found = ner.extract(['Angela Merkel visited Paris.'] * 80)\n"
+        "print(ner._workers is not None, found[0][0].text)\n",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    ).stdout.splitlines()
+    assert out == ["script ran", "True Angela Merkel"]
+
+
+def test_a_worker_that_dies_is_reported_and_ner_goes_on_here(spacy_ner, two_workers):
+    assert two_workers.extract(MEETINGS) == spacy_ner.extract(MEETINGS)
+    for proc in two_workers._workers._procs:
+        proc.kill()
+        proc.wait()
+    with pytest.warns(RuntimeWarning, match=r"NER in 1 worker process failed.*worker 0 stopped"):
+        found = two_workers.extract(MEETINGS)
+    assert found == spacy_ner.extract(MEETINGS)  # nothing lost
+    assert two_workers.processes == 1 and two_workers._workers is None
+
+
+def test_a_text_a_worker_cannot_read_fails_as_it_does_here(spacy_ner, two_workers):
+    """spaCy refuses a lone surrogate; the call raises spaCy's own error, the workers stay."""
+    for bad in ([*MEETINGS, "x\ud800y Paris"], ["x\ud800y Paris", *MEETINGS]):  # worker's, ours
+        with pytest.raises(UnicodeEncodeError):
+            spacy_ner.extract(bad)
+        with pytest.raises(UnicodeEncodeError):
+            two_workers.extract(bad)
+        assert two_workers.processes == 2 and two_workers._workers is not None
+        assert two_workers.extract(MEETINGS) == spacy_ner.extract(MEETINGS)
 
 
 def test_offsets_survive_emoji_and_combining_marks(spacy_ner):

