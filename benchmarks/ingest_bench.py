@@ -364,7 +364,10 @@ def _options(args: argparse.Namespace) -> dict:
         options["remedy"] = args.remedy
     for item in args.set:
         key, _, value = item.partition("=")
-        options[key] = json.loads(value) if value[:1] in "0123456789-[{tfn" else value
+        try:  # numbers, true/false/null, lists and objects as JSON; anything else as text
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
     return options
 
 

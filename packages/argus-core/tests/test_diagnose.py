@@ -207,8 +207,14 @@ def test_ner_processes_follow_the_device():
     torch = pytest.importorskip("torch")
     from argus_ir.diagnose import ner_processes
 
-    assert ner_processes("cpu") == torch.get_num_threads()
-    assert ner_processes("cuda") == ner_processes("cuda:1") == 1  # NER hides beside a GPU's pass
+    before = torch.get_num_threads()
+    try:
+        for threads, processes in ((1, 1), (2, 2), (12, 8)):  # at most 8 copies of spaCy
+            torch.set_num_threads(threads)
+            assert ner_processes("cpu") == processes
+    finally:
+        torch.set_num_threads(before)
+    assert ner_processes("cuda") == ner_processes("cuda:1") == 1  # NER runs beside a GPU's pass
 
 
 def test_argus_runs_ner_in_one_worker_per_cpu_thread():
@@ -216,6 +222,6 @@ def test_argus_runs_ner_in_one_worker_per_cpu_thread():
     from argus_ir import Argus
 
     diagnoser = Argus(device="cpu").diagnoser
-    assert diagnoser.mentions.processes == torch.get_num_threads()
+    assert diagnoser.mentions.processes == min(torch.get_num_threads(), 8)
     assert diagnoser._ner_ahead(256) is (torch.get_num_threads() > 1)
     assert not diagnoser._ner_ahead(1)  # the first record's lone document: read here

@@ -24,6 +24,7 @@ from argus_ir.text.mentions import Mention, MentionExtractor
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "MAX_NER_PROCESSES",
     "Diagnoser",
     "Diagnosis",
     "EntityRisk",
@@ -121,15 +122,19 @@ def readable_text(text: str) -> str:
     return _ZERO_WIDTH.sub(" ", _UNREADABLE.sub("\ufffd", text))
 
 
+MAX_NER_PROCESSES = 8
+"""The most processes NER is split over (each holds its own spaCy pipeline, about 330 MB)."""
+
+
 def ner_processes(device: str) -> int:
-    """NER worker processes for a retriever on ``device``: one per thread torch computes with on
-    a CPU (NER then runs ahead of the retriever's pass, see :class:`Diagnoser`), else 1 (NER runs
-    in a thread beside a GPU's pass, which it does not slow)."""
+    """Processes NER runs in for a retriever on ``device``: on a CPU one per thread torch
+    computes with, at most :data:`MAX_NER_PROCESSES` (NER then runs ahead of the retriever's pass,
+    see :class:`Diagnoser`); else 1 (NER runs in a thread beside a GPU's pass)."""
     if not str(device).startswith("cpu"):
         return 1
     import torch
 
-    return max(1, torch.get_num_threads())
+    return max(1, min(torch.get_num_threads(), MAX_NER_PROCESSES))
 
 
 class Diagnoser:
@@ -208,15 +213,15 @@ class Diagnoser:
             read = [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
         encode = partial(self.encoder.encode, show_progress=show_progress, first_window=window_only)
         if self._ner_ahead(len(read)):
-            # NER in worker processes, one per core torch uses, and then the retriever's pass on
-            # the same cores: neither waits on a thread the other displaced (on two cores this
-            # took the diagnosis of 1,000 entity-list documents from 19-22 s to 15-17 s)
+            # NER split over this process and workers, one per thread torch uses, and then the
+            # retriever's pass on the same cores: neither waits on a thread the other displaced
+            # (on two cores, 1,000 entity-list documents: 14-15 s against 18-19 s beside)
             found = self.mentions.extract(read, show_progress=show_progress)
             encoded = list(encode(texts))
         else:
             # NER and the retriever pass need only the texts: spaCy runs in a thread while torch
             # runs here (torch releases the GIL), which hides part of NER's time behind the
-            # encoder's (all of it where the retriever runs on a GPU)
+            # encoder's, or the encoder's behind NER's where the retriever runs on a GPU
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner") as pool:
                 pending = pool.submit(self.mentions.extract, read, show_progress=show_progress)
                 encoded = list(encode(texts))
