@@ -67,7 +67,8 @@ class NerWorkers:
         processes: How many workers.
 
     Raises:
-        NerWorkerError: From :meth:`extract`, when a worker fails to start or to answer.
+        NerWorkerError: From :meth:`send` or :meth:`receive`, when a worker fails to start or to
+            answer, or could not read a text.
     """
 
     def __init__(self, model: str, labels: Sequence[str], batch_size: int, processes: int) -> None:
@@ -128,12 +129,6 @@ class NerWorkers:
         if failed:
             raise NerWorkerError(failed, alive=True)
         return out
-
-    def extract(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
-        """Per text, its entities' ``(start, end, label)``, in input order (all in the workers)."""
-        runs = split_by_length(texts, self.processes)
-        self.send([texts[start:end] for start, end in runs])
-        return self.receive([end - start for start, end in runs])
 
     @staticmethod
     def _write(proc: subprocess.Popen, texts: list[str]) -> None:
