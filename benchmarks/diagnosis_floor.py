@@ -75,7 +75,8 @@ def main() -> None:
     read = [t[:end] for t, end in zip(texts, encoder.window_ends(texts), strict=True)]
     one = SpacyMentions(processes=1)  # NER in this process, beside the encoder (before)
     beside = Diagnoser(encoder, diagnoser.probe, one, tau=diagnoser.tau)
-    batches = [texts[i : i + Argus().batch_size] for i in range(0, len(texts), Argus().batch_size)]
+    size = argus.batch_size
+    batches = [texts[i : i + size] for i in range(0, len(texts), size)]
     parts = {
         "st": lambda: st.encode(texts, batch_size=64, show_progress_bar=False),
         "encoder": lambda: list(encoder.encode(texts, first_window=True)),
