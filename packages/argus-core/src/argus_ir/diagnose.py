@@ -122,6 +122,11 @@ def readable_text(text: str) -> str:
     return _ZERO_WIDTH.sub(" ", _UNREADABLE.sub("\ufffd", text))
 
 
+def _on_cpu(device: object) -> bool:
+    """Whether a torch device name (``"cpu"``, ``"cuda:1"``, ...) is the CPU."""
+    return str(device).startswith("cpu")
+
+
 MAX_NER_PROCESSES = 8
 """The most processes NER is split over (each holds its own spaCy pipeline, about 330 MB)."""
 
@@ -130,7 +135,7 @@ def ner_processes(device: str) -> int:
     """Processes NER runs in for a retriever on ``device``: on a CPU one per thread torch
     computes with, at most :data:`MAX_NER_PROCESSES` (NER then runs ahead of the retriever's pass,
     see :class:`Diagnoser`); else 1 (NER runs in a thread beside a GPU's pass)."""
-    if not str(device).startswith("cpu"):
+    if not _on_cpu(device):
         return 1
     import torch
 
@@ -245,7 +250,7 @@ class Diagnoser:
     def _ner_ahead(self, count: int) -> bool:
         """NER runs before the retriever's pass: in worker processes, the retriever on the CPU."""
         in_workers = getattr(self.mentions, "in_workers", None)
-        on_cpu = str(getattr(self.encoder, "device", "cpu")).startswith("cpu")
+        on_cpu = _on_cpu(getattr(self.encoder, "device", "cpu"))
         return on_cpu and in_workers is not None and bool(in_workers(count))
 
     def _group(self, mentions: list[Mention], scores: np.ndarray) -> tuple[EntityRisk, ...]:
