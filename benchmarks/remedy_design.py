@@ -60,7 +60,11 @@ VARIANTS = (
 
 
 # sets written by a script of this folder, with their own dev and test qrels
-BUILDERS = {"entity-lists": "entity_set.py", "implicit-places": "implicit_places.py"}
+BUILDERS = {
+    "entity-lists": "entity_set.py",
+    "implicit-places": "implicit_places.py",
+    "venue-posts": "venue_posts.py",
+}
 
 
 def _hash_split(qid: str) -> str:
