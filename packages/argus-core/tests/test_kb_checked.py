@@ -315,11 +315,49 @@ def test_an_acronym_is_described_by_what_the_text_spells_out(shipped, checked):
     assert _first(checked, "IR", "ORG", "Exposure to IR (ionizing radiation) ages cells.") is None
 
 
-def test_a_mention_cut_short_of_its_name_is_not_described(shipped, checked):
+def test_a_mention_cut_short_of_its_name_gets_only_the_place_the_whole_name_holds(shipped, checked):
     context = "First performed at the St James's Theatre in London, United Kingdom."
     assert _first(shipped, "St James's", "FAC", context).description.startswith("town in")
-    assert _first(checked, "St James's", "FAC", context) is None
+    theatre = _first(checked, "St James's", "FAC", context)  # the theatre's place, not the town
+    assert theatre is not None and theatre.description == "in London, United Kingdom"
     assert _first(checked, "St James's", "GPE", "a house in St James's, London") is not None
+    assert _first(checked, "Albert", "FAC", "A concert at the Albert Hall last night.") is None
+
+
+@pytest.mark.parametrize(
+    ("surface", "context", "where"),
+    [
+        ("Helensvale", "We got off at Helensvale railway station at noon.", "Helensvale"),
+        ("Gympie North", "Walked from Gympie North railway station.", "Gympie"),
+        ("Vijayawada Junction", "Waited at Vijayawada Junction railway station.", "Vijayawada"),
+    ],
+)
+def test_a_name_the_text_goes_on_with_a_venue_word_is_described_by_its_place(
+    checked, surface, context, where
+):
+    # a one-word town inside a longer term is not itself described ("Pittsburgh compound B"),
+    # but the venue the text names with it is in that town
+    hit = _first(checked, surface, "GPE", context)
+    assert hit is not None and hit.description.startswith(f"in {where}, ")
+    assert match_kind(checked, surface, hit) == "place-in-name"
+    assert _first(checked, surface, "GPE", context.replace("railway station", "compound B")) is None
+
+
+def test_a_venue_word_after_a_word_that_is_no_place_start_describes_nothing(checked):
+    # the end of a man's name ("An Lushan"), a nationality: neither starts the venue's name
+    assert _first(checked, "Lushan", "LOC", "The An Lushan rebellion was a civil war.") is None
+    context = "It is the main Spanish national art museum, located in central Madrid."
+    assert _first(checked, "Spanish", "NORP", context) is None
+
+
+def test_a_town_after_a_venue_ends_its_phrase_before_a_clause(checked):
+    # ", Brisbane and it went fine" ends the phrase (a list would go on with a name)
+    context = "We gave a talk at Queens Gardens, Brisbane and it went fine."
+    hit = _first(checked, "Queens Gardens", "FAC", context)
+    assert hit is not None and hit.description == "in Brisbane, Australia"
+    listed = "We toured Queens Gardens, Brisbane and Sydney Harbour."
+    hit = _first(checked, "Queens Gardens", "FAC", listed)
+    assert hit is None or "Brisbane" not in hit.description
 
 
 def test_a_region_beyond_a_country_is_not_in_it(checked):

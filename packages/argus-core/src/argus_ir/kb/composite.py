@@ -14,7 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.kb.cues import cited, ends_phrase, written_as_person, written_as_place
+from argus_ir.kb.cues import (
+    NEVER_PLACE_LABELS,
+    cited,
+    ends_phrase,
+    written_as_person,
+    written_as_place,
+)
 from argus_ir.kb.forms import (
     alias_agrees,
     case_agrees,
@@ -28,7 +34,7 @@ from argus_ir.kb.forms import (
     spells,
 )
 from argus_ir.kb.reference import DEFAULT_K_AUG, Passage, ReferenceKB, ask
-from argus_ir.kb.venues import cut_name
+from argus_ir.kb.venues import cut_name, venue_after
 from argus_ir.text.grounding import normalize
 
 __all__ = ["CHECK_DEPTH", "MATCH_KINDS", "CompositeKB", "match_kind"]
@@ -199,8 +205,10 @@ class CompositeKB:
            it abbreviates, written out in the text (:func:`~argus_ir.kb.forms.spells`);
         4. else nothing.
 
-        Nothing at all for a mention the tagger cut short of its name ("St James's" of "St
-        James's Theatre": :func:`~argus_ir.kb.venues.cut_name`), nor for an author cited in a
+        A mention the tagger cut short of its name ("St James's" of "St James's Theatre":
+        :func:`~argus_ir.kb.venues.cut_name`) gets only the place the whole name holds (step 2,
+        which also reads a name the text goes on with: "Helensvale railway station"). Nothing
+        at all for an author cited in a
         reference or an abbreviation before a number ("(Lawton, 1969)", "Fig. 2":
         :func:`~argus_ir.kb.cues.cited`). An acronym the text defines
         ("Churg-Strauss syndrome (CSS)") is asked by the words it stands for
@@ -208,8 +216,10 @@ class CompositeKB:
         titles are made of those words ("Federal Democratic Republic of Ethiopia (FDRE)" →
         Ethiopia), never by its letters alone (CSS, the style sheets).
         """
-        if cut_name(surface, context) or cited(surface, context):
+        if cited(surface, context):
             return []
+        if cut_name(surface, context):  # only the place the whole name holds
+            return self._venue_place(surface, context, label)
         phrase = defined_as(surface, context)
         if phrase is not None:  # "Churg-Strauss syndrome (CSS)": asked by what it stands for
             hits = self._checked(phrase, k, label, context, route, last)
@@ -233,12 +243,9 @@ class CompositeKB:
                     return hits
         if namesake or phrase is not None:
             return []
-        for name, source in self.sources.items():
-            within = getattr(source, "within", None)
-            hits = within(surface, context, label=label) if within is not None else []
-            if hits:
-                self.hits[name] += 1
-                return hits[:1]
+        hits = self._venue_place(surface, context, label)
+        if hits:
+            return hits
         for name in route:
             source = self.sources[name]
             if not isinstance(source, ReferenceKB):
@@ -253,6 +260,24 @@ class CompositeKB:
             if hits:
                 self.hits[name] += 1
                 return hits[:k]
+        return []
+
+    def _venue_place(
+        self, surface: str, context: str | None, label: str | None
+    ) -> list[tuple[Passage, float]]:
+        """The place inside or right after a venue's name (a source's ``within``), the name
+        being the mention or, where the text goes on with a venue word, the whole name it starts
+        (:func:`~argus_ir.kb.venues.venue_after`: "Helensvale" of "Helensvale railway station"),
+        unless the label is never a place's (:data:`~argus_ir.kb.cues.NEVER_PLACE_LABELS`: the
+        "Spanish" of "the Spanish national art museum")."""
+        whole = None if label in NEVER_PLACE_LABELS else venue_after(surface, context)
+        for form in (surface,) if whole is None else (surface, whole):
+            for name, source in self.sources.items():
+                within = getattr(source, "within", None)
+                hits = within(form, context, label=label) if within is not None else []
+                if hits:
+                    self.hits[name] += 1
+                    return hits[:1]
         return []
 
     @staticmethod

@@ -21,6 +21,7 @@ __all__ = [
     "country_forms",
     "cut_name",
     "inside_forms",
+    "venue_after",
 ]
 
 
@@ -97,10 +98,11 @@ def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[
         at = context.find(surface)
         if at >= 0:
             # the town must end its phrase: ", Aldershot." or " in Rates last May", not the
-            # next item of a list (", Court of Cassation") nor another venue (", Hyde Park,")
+            # next item of a list (", Court of Cassation", ", Paris and Lyon") nor another
+            # venue (", Hyde Park,"); ", Brisbane and it went fine" ends it
             after = re.match(
                 rf"(?:\s*,\s*|\s+in\s+(?:the\s+)?)({_CAPITALISED_RUN})"
-                r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?!of\b|and\b)[a-z])",
+                r"(?=\s*(?:$|[.,;:!?)\]\"”])|\s+(?!of\b|and\s+[A-Z])[a-z])",
                 context[at + len(surface) :],
             )
             if after and not any(_venue(w) for w in after.group(1).split()):
@@ -136,6 +138,38 @@ def cut_name(surface: str, context: str | None) -> bool:
         return False
     ends = [end for _, end in spots(surface, context, whole=True)]
     return bool(ends) and all(_goes_on(context[end:]) for end in ends)
+
+
+_AFTER_WORDS = 3
+"""How many words after a mention :func:`venue_after` reads for the venue word that ends it."""
+_AFTER = re.compile(rf"(?:[ \t]+[\w'’-]+){{1,{_AFTER_WORDS}}}")
+
+
+def venue_after(surface: str, context: str | None) -> str | None:
+    """The whole name of a venue the text writes the mention as the start of, or ``None``: the
+    mention followed by at most :data:`_AFTER_WORDS` words, the last a venue word, the others
+    names or plain words ("Helensvale" of "Helensvale railway station", "Lindholm" of "Lindholm
+    station", "Konark Sun" of "Konark Sun temple"). The tagger cut the name short; the place the
+    whole name holds (:meth:`~argus_ir.kb.places.Gazetteer.within`) is the mention's own. The
+    first place the text writes it so counts, where the mention starts the name: not after
+    another capitalised word ("Lushan" of "the An Lushan rebellion" is a man's name's end)."""
+    if not context or not surface.strip():
+        return None
+    for start, end in spots(surface, context, whole=True):
+        before = re.search(r"([\w'’.-]+)[ \t]+$", context[max(0, start - 40) : start])
+        if before and before.group(1)[:1].isupper() and before.group(1).casefold() != "the":
+            continue
+        words = _AFTER.match(context, end)
+        if words is None:
+            continue
+        taken: list[str] = []
+        for word in words.group(0).split():
+            if not word.isalpha() or word.casefold() in _FUNCTION_WORDS:
+                break
+            taken.append(word)
+            if _venue(word):
+                return " ".join([surface.strip(), *taken])
+    return None
 
 
 def _goes_on(rest: str) -> bool:
