@@ -568,3 +568,26 @@ def test_a_person_or_a_regions_other_name_is_not_a_place(shipped):
     valley = "It is in the mid-west of the Central Valley. San José is Costa Rica's seat."
     assert gazetteer.knows("Central Valley")  # another name of a Californian city
     assert gazetteer.lookup("Central Valley", label="LOC", context=valley) == []
+
+
+@pytest.mark.parametrize(
+    ("surface", "country"),
+    [
+        ("Royal Danish Library", "Denmark"),
+        ("Norwegian Museum of Cultural History", "Norway"),
+        ("Turkish Military Academy", "Turkey"),
+        # a place the name holds comes first: the university is in Beirut, not the United States
+        ("American University of Beirut", "Beirut, Lebanon"),
+        # what a country's people found abroad, or a word alone: no country
+        ("American School in London", "London, United Kingdom"),
+        ("Russian Orthodox Cathedral", None),
+        ("Japanese Tea Garden", None),
+        ("Danish", None),
+    ],
+)
+def test_a_national_institution_is_in_the_country_whose_adjective_it_writes(
+    shipped, surface, country
+):
+    gazetteer = shipped.sources["places"]
+    hits = gazetteer.within(surface, f"We visited the {surface} on Monday.", label="ORG")
+    assert [h.description for h, _ in hits] == ([f"in {country}"] if country else [])

