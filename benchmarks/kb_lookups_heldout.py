@@ -19,10 +19,14 @@ document as context, as ``augment`` does) and keeps every mention, described or 
   read those of ``flagged-test-3``; ``flagged-test-5``, a fifth, after the fifth and sixth
   rounds (the state a text names picks the town, namesakes within one country, a city's other
   name; a one-word town of any size ends its phrase), which read those of ``flagged-test-4``;
+  ``flagged-test-6``, a sixth, after the seventh round (a venue word after the mention, a
+  national institution's adjective), which read the dev countries of the venue retrieval set
+  (``venue_posts.py``);
 - ``typed``: mentions spaCy finds of the four hard forms (single given names, acronyms,
   venues, institutions; :func:`kb_lookups.mention_type`) over the four sets, until
   ``--described`` of each type are described, no set giving more than half of them (the
-  implicit-places posts give none: their few towns are all in the design sample).
+  implicit-places posts give none: their few towns are all in the design sample);
+  ``typed-2``, a second draw of venues and institutions alone, after the seventh round.
 
 Only the described ones need a label: a person reads each in its context and writes
 ``{"key": ..., "same": true|false, "why": ...}`` to
@@ -63,7 +67,16 @@ HELDOUT = HERE / "labels" / "kb-lookups-heldout.jsonl"
 HELDOUT_LABELS = HERE / "labels" / "kb-lookups-heldout-labels.jsonl"
 FLAGGED_SETS = ("entity-lists", "msmarco5k", "scifact")
 SEED = "heldout-2026-11-27"
-FLAGGED_PARTS = ("flagged", "flagged-test", "flagged-test-3", "flagged-test-4", "flagged-test-5")
+FLAGGED_PARTS = (
+    "flagged",
+    "flagged-test",
+    "flagged-test-3",
+    "flagged-test-4",
+    "flagged-test-5",
+    "flagged-test-6",
+)
+TYPED_PARTS = {"typed": MENTION_TYPES, "typed-2": ("venue", "institution")}
+"""Draws of the hard forms: the first of all four, the second of venues and institutions alone."""
 
 
 def _seen() -> set[tuple[str, str]]:
@@ -120,14 +133,16 @@ def _sample(shared: Path, work: Path, described: int, max_docs: int, parts: set[
                 if hits >= described:
                     break
             print(f"{part} {name}: {hits} described", flush=True)
-    if "typed" in parts:
+    for typed, types in TYPED_PARTS.items():
+        if typed not in parts:
+            continue
         spacy = SpacyMentions()
-        taken = dict.fromkeys(MENTION_TYPES, 0)
+        taken = dict.fromkeys(types, 0)
         cap = -(-described // 2)  # no set gives more than half of a type's answers
         for name in TYPED_SETS:
-            per_set = dict.fromkeys(MENTION_TYPES, 0)
+            per_set = dict.fromkeys(types, 0)
             docs = list(_load(name, shared, work).corpus)
-            random.Random(f"{SEED}:typed:{name}").shuffle(docs)
+            random.Random(f"{SEED}:{typed}:{name}").shuffle(docs)
             for start in range(0, min(len(docs), max_docs), 200):
                 batch = docs[start : start + 200]
                 texts = [d.index_text for d in batch]
@@ -135,21 +150,21 @@ def _sample(shared: Path, work: Path, described: int, max_docs: int, parts: set[
                     for m in mentions:
                         kind = mention_type(m.text, m.label)
                         key = (name, m.text.casefold())
-                        if kind is None or key in seen:
+                        if kind not in types or key in seen:
                             continue
                         if per_set[kind] >= cap or taken[kind] + per_set[kind] >= described:
                             continue
                         seen.add(key)
-                        row = _row("typed", name, doc.id, kind, m, text, kb)
+                        row = _row(typed, name, doc.id, kind, m, text, kb)
                         per_set[kind] += row["answer"] is not None
                         rows.append(row)
-                full = (min(cap, described - taken[k]) <= per_set[k] for k in MENTION_TYPES)
+                full = (min(cap, described - taken[k]) <= per_set[k] for k in types)
                 if all(full):
                     break
             for kind, n in per_set.items():
                 taken[kind] += n
-            print(f"typed {name}: {per_set}", flush=True)
-    order = {"flagged": 0, "typed": 1, **{p: i + 2 for i, p in enumerate(FLAGGED_PARTS[1:])}}
+            print(f"{typed} {name}: {per_set}", flush=True)
+    order = {p: i for i, p in enumerate(("flagged", "typed", *FLAGGED_PARTS[1:], "typed-2"))}
     _write_rows(HELDOUT, sorted(kept + rows, key=lambda r: order[r["part"]]))
     print(f"wrote {len(rows)} new mentions to {HELDOUT}, {len(kept)} kept")
 
@@ -240,9 +255,11 @@ def _score(parts: set[str]) -> None:
         part = [r for r in rows if r["part"] in FLAGGED_PARTS and r["set"] == name]
         if part:
             print(_line(f"flagged parts, {name}", part, labels))
-    for kind in MENTION_TYPES:
-        part = [r for r in rows if r["part"] == "typed" and r["type"] == kind]
-        print(_line(f"typed, {kind}", part, labels))
+    for typed, types in TYPED_PARTS.items():
+        for kind in types:
+            part = [r for r in rows if r["part"] == typed and r["type"] == kind]
+            if part:
+                print(_line(f"{typed}, {kind}", part, labels))
     print(_line("all", rows, labels))
     kinds = sorted({r["answer"]["match"] for r in rows if r["answer"] is not None})
     for match in kinds:
@@ -259,7 +276,7 @@ def main() -> None:
     parser.add_argument("--max-docs", type=int, default=3000, help="documents read per set")
     parser.add_argument(
         "--parts",
-        default=",".join(("typed", *FLAGGED_PARTS)),
+        default=",".join((*TYPED_PARTS, *FLAGGED_PARTS)),
         help="the parts --sample draws anew (others kept) and --score scores",
     )
     parser.add_argument("--score", action="store_true")
