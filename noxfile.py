@@ -193,6 +193,7 @@ BENCHMARKS = {
     "design": "remedy_design.py",
     "entity-set": "entity_set.py",
     "implicit-places": "implicit_places.py",
+    "venue-posts": "venue_posts.py",
     "sira": "sira_bench.py",
     "bias": "bias_bench.py",
     "coverage": "coverage_bench.py",

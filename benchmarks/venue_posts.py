@@ -206,7 +206,12 @@ def build(rows: list[dict], countries: dict, *, seed: int):
                     "_id": did,
                     "title": "",
                     "text": f"{rng.choice(USERS)}{rng.randrange(10, 99)}: {text}",
-                    "metadata": {"venue": row["name"], "country": code, "relation": row["rel"]},
+                    "metadata": {
+                        "venue": row["name"],
+                        "country": code,
+                        "activity": activity,
+                        "relation": row["rel"],
+                    },
                 }
             )
             cells[(code, activity)].append(did)
