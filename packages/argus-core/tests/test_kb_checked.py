@@ -591,3 +591,26 @@ def test_a_national_institution_is_in_the_country_whose_adjective_it_writes(
     gazetteer = shipped.sources["places"]
     hits = gazetteer.within(surface, f"We visited the {surface} on Monday.", label="ORG")
     assert [h.description for h, _ in hits] == ([f"in {country}"] if country else [])
+
+
+@pytest.mark.parametrize(
+    ("surface", "label", "context"),
+    [
+        # the first word of a leading name is not a small town of that name
+        ("Rapa Nui National Park", "ORG", "We hiked in Rapa Nui National Park."),
+        ("Grand Kremlin Palace", "ORG", "A reception in the Grand Kremlin Palace."),
+        # a work, a law: the place in the title is the subject
+        ("Birds of America", "WORK_OF_ART", "Audubon painted Birds of America."),
+        # an event named after a country is not in it
+        ("Vietnam War Memorial", "EVENT", "We walked to the Vietnam War Memorial."),
+        # two sentences glued by a crawl
+        ("Mexico.he United States", "GPE", "trade with Mexico.he United States grew"),
+    ],
+)
+def test_a_name_whose_place_is_not_where_it_is_is_not_placed(checked, surface, label, context):
+    assert _first(checked, surface, label, context) is None
+
+
+def test_a_leading_town_less_a_direction_is_still_the_place(checked):
+    hit = _first(checked, "Gympie North", "GPE", "Walked from Gympie North railway station.")
+    assert hit is not None and hit.description.startswith("in Gympie, ")

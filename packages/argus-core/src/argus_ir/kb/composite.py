@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +47,9 @@ MATCH_KINDS = ("title", "alias", "gazetteer", "place-in-name", "checked-bm25", "
 :func:`match_kind`)."""
 
 logger = logging.getLogger(__name__)
+_GLUED = re.compile(r"\w\.[a-z]{2}")
+"""Two sentences a crawl glued into one span ("Mexico.he United States", "World War I.he"): a
+mention over a sentence break names nothing."""
 
 
 class CompositeKB:
@@ -208,15 +212,15 @@ class CompositeKB:
         A mention the tagger cut short of its name ("St James's" of "St James's Theatre":
         :func:`~argus_ir.kb.venues.cut_name`) gets only the place the whole name holds (step 2,
         which also reads a name the text goes on with: "Helensvale railway station"). Nothing
-        at all for an author cited in a
-        reference or an abbreviation before a number ("(Lawton, 1969)", "Fig. 2":
+        at all for a span glued over a sentence break ("Mexico.he United States"), an author
+        cited in a reference or an abbreviation before a number ("(Lawton, 1969)", "Fig. 2":
         :func:`~argus_ir.kb.cues.cited`). An acronym the text defines
         ("Churg-Strauss syndrome (CSS)") is asked by the words it stands for
         (:func:`~argus_ir.kb.forms.defined_as`); failing those, by its own exact names whose
         titles are made of those words ("Federal Democratic Republic of Ethiopia (FDRE)" →
         Ethiopia), never by its letters alone (CSS, the style sheets).
         """
-        if cited(surface, context):
+        if cited(surface, context) or _GLUED.search(surface):
             return []
         if cut_name(surface, context):  # only the place the whole name holds
             return self._venue_place(surface, context, label)

@@ -65,6 +65,7 @@ from argus_ir.kb.venues import (
     NEVER_PLACE_WORDS,
     PERSON_TITLES,
     STATE_WORDS,
+    UNPLACED_LABELS,
     VENUE_WORDS,
     country_forms,
     inside_forms,
@@ -390,16 +391,20 @@ class Gazetteer:
         after a venue word ("Albert Hall"), nor a single common word under :data:`FAMOUS_CITY`
         people ("Rates", "Independence"), nor a small town's given name or an institution's
         leading words ("Brown University"), nor a town
-        for "of the" ("Battle of the Atlantic"), nor an acronym. Failing these, a country the
-        name holds anywhere (:func:`~argus_ir.kb.venues.country_forms`). Never for a name tagged
-        ``PERSON``: "Joseph of Nazareth" is a man, not a thing in Nazareth. Last, the country
-        whose adjective a national institution's name writes ("Royal Danish Library":
-        :func:`~argus_ir.kb.venues.national_of`). The passage's
-        description says where ("in Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
+        for "of the" ("Battle of the Atlantic"), nor an acronym, nor the first words of a
+        leading name for a town under :data:`BIG_PLACE` people ("Rapa" of "Rapa Nui National
+        Park" is not Râpa, Romania). Failing these, unless tagged ``EVENT`` ("Vietnam War
+        Memorial"), a country the name holds anywhere
+        (:func:`~argus_ir.kb.venues.country_forms`), or whose adjective a national
+        institution's name writes ("Royal Danish Library": :func:`~argus_ir.kb.venues.national_of`).
+        Never for a name tagged ``PERSON``, ``WORK_OF_ART`` or ``LAW``
+        (:data:`~argus_ir.kb.venues.UNPLACED_LABELS`): "Joseph of Nazareth" is a man, not a thing in Nazareth,
+        "Birds of America" a book. The passage's description says where ("in Bologna, Italy");
+        its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
         if (
-            label == "PERSON"
+            label in UNPLACED_LABELS
             or len(words) < 2
             or any(w in PERSON_TITLES or w in NATURAL_FEATURES or w in STATE_WORDS for w in words)
         ):
@@ -432,18 +437,22 @@ class Gazetteer:
             vast = best.kind != "city" or best.population >= FAMOUS_CITY
             if where == "of the" and best.kind == "city":
                 continue
-            if where in ("leading", "trailing") and is_given_name(form.split()[0]):
+            if where == "leading-part" and not big:
+                continue  # "Rapa" of "Rapa Nui National Park" is not Râpa, Romania
+            if where in ("leading", "leading-part", "trailing") and is_given_name(form.split()[0]):
                 continue  # "Albert Hall", "Elizabeth Tower": a person's name
             if where != "after" and one_word and is_common_word(form) and not vast:
                 continue  # "Declaration of Independence", "Rates Ecomuseum": a word
             if not big and (
-                (where == "leading" and institution)
+                (where in ("leading", "leading-part") and institution)
                 or (where != "after" and is_given_name(form.split()[0]))
             ):
                 continue
             if twinned(best, places, regions):  # "Harvard" is in Illinois and Massachusetts
                 best = self._country(best) or best
             return [(self._inside_passage(best), 1.0)]
+        if label == "EVENT":  # "Vietnam War Memorial", "Vietnam Era Twin Study": a subject
+            return []
         code = national_of(surface)
         forms = [*country_forms(surface), *([self._countries[code]["name"]] if code else [])]
         for form in forms:

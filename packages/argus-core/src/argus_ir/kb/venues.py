@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from argus_ir.kb.cues import spots
-from argus_ir.kb.forms import is_acronym, is_given_name
+from argus_ir.kb.forms import is_acronym, is_common_word, is_given_name
 from argus_ir.kb.geodata import DEMONYMS
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "NEVER_PLACE_WORDS",
     "PERSON_TITLES",
     "STATE_WORDS",
+    "UNPLACED_LABELS",
     "VENUE_WORDS",
     "country_forms",
     "cut_name",
@@ -52,6 +53,9 @@ VENUE_WORDS = INSTITUTION_WORDS | _words(
 """Words that make a name a venue, building, institution, route or event: only such a name is
 described by a place it leads or ends with, or that is written right after it
 (:meth:`~argus_ir.kb.places.Gazetteer.within`)."""
+UNPLACED_LABELS = frozenset({"PERSON", "WORK_OF_ART", "LAW"})
+"""Labels of names that hold no place they are in: a person ("Joseph of Nazareth"), a work or
+a law, whose place is its subject ("Birds of America", "Declaration of Independence")."""
 PERSON_TITLES = _words(
     """duke duchess earl prince princess king queen count countess baron baroness lord lady
     bishop archbishop marquess marquis viscount emperor empress sultan emir khan pope saint
@@ -71,7 +75,10 @@ STATE_WORDS = _words(
     "republic kingdom federation commonwealth emirate emirates principality sultanate"
 )
 """Words of a state's own name ("Republic of Kenya"): such a name is the country, not in it."""
-NEVER_PLACE_WORDS = VENUE_WORDS | _words("north south east west central upper lower new old great")
+NEVER_PLACE_WORDS = VENUE_WORDS | _words(
+    "north south east west central upper lower new old great national international olympic"
+    " memorial royal regional municipal"
+)
 """One-word forms inside a name that are never its place, whatever town bears them ("University"
 of Sydney, "North" Atlantic Treaty)."""
 _CAPITALISED_RUN = r"[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|am|an|upon|on))*"
@@ -79,7 +86,9 @@ _CAPITALISED_RUN = r"[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|am|a
 
 def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[tuple[str, str]]:
     """Candidate place names for :meth:`~argus_ir.kb.places.Gazetteer.within`, best first, each with where it was
-    found: ``"comma"``, ``"of"``, ``"of the"``, ``"after"``, ``"trailing"`` or ``"leading"``."""
+    found: ``"comma"``, ``"of"``, ``"of the"``, ``"after"``, ``"trailing"``, ``"leading"`` (the
+    words before the venue word, or those less a direction) or ``"leading-part"`` (their first
+    words only: "Rapa" of "Rapa Nui National Park")."""
     parts = [p.strip() for p in surface.split(",")]
     for part in parts[1:]:
         yield from _prefixes(part, "comma")
@@ -121,7 +130,15 @@ def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[
             break
         lead.append(word)
     if lead and len(lead) < len(words):
-        yield from _prefixes(" ".join(lead), "leading")
+        for form, where in _prefixes(" ".join(lead), "leading"):
+            # "Rapa" of "Rapa Nui National Park", "Grand" of "Grand Kremlin Palace": a part
+            # of the leading name, unless what it leaves is a direction or common words
+            # ("Gympie North", "Zaandam Medical Centre")
+            rest = [w.strip(".,;:") for w in lead[len(form.split()) :]]
+            part = any(
+                w.casefold() not in NEVER_PLACE_WORDS and not is_common_word(w) for w in rest
+            )
+            yield form, "leading-part" if part else where
 
 
 _FUNCTION_WORDS = _words(
