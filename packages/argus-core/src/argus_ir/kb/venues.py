@@ -135,10 +135,10 @@ def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[
             # of the leading name, unless what it leaves is a direction or common words
             # ("Gympie North", "Zaandam Medical Centre")
             rest = [w.strip(".,;:") for w in lead[len(form.split()) :]]
-            part = any(
+            cut = any(
                 w.casefold() not in NEVER_PLACE_WORDS and not is_common_word(w) for w in rest
             )
-            yield form, "leading-part" if part else where
+            yield form, "leading-part" if cut else where
 
 
 _FUNCTION_WORDS = _words(
