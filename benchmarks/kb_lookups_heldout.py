@@ -21,7 +21,9 @@ document as context, as ``augment`` does) and keeps every mention, described or 
   name; a one-word town of any size ends its phrase), which read those of ``flagged-test-4``;
   ``flagged-test-6``, a sixth, after the seventh round (a venue word after the mention, a
   national institution's adjective), which read the dev countries of the venue retrieval set
-  (``venue_posts.py``);
+  (``venue_posts.py``); ``flagged-test-7``, a seventh, after the eighth round (works, laws,
+  events and glued spans hold no place; a leading name's first words), which read those of
+  ``flagged-test-6``;
 - ``typed``: mentions spaCy finds of the four hard forms (single given names, acronyms,
   venues, institutions; :func:`kb_lookups.mention_type`) over the four sets, until
   ``--described`` of each type are described, no set giving more than half of them (the
@@ -74,6 +76,7 @@ FLAGGED_PARTS = (
     "flagged-test-4",
     "flagged-test-5",
     "flagged-test-6",
+    "flagged-test-7",
 )
 TYPED_PARTS = {"typed": MENTION_TYPES, "typed-2": ("venue", "institution")}
 """Draws of the hard forms: the first of all four, the second of venues and institutions alone."""
