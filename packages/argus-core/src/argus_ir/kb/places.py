@@ -398,9 +398,9 @@ class Gazetteer:
         (:func:`~argus_ir.kb.venues.country_forms`), or whose adjective a national
         institution's name writes ("Royal Danish Library": :func:`~argus_ir.kb.venues.national_of`).
         Never for a name tagged ``PERSON``, ``WORK_OF_ART`` or ``LAW``
-        (:data:`~argus_ir.kb.venues.UNPLACED_LABELS`): "Joseph of Nazareth" is a man, not a thing in Nazareth,
-        "Birds of America" a book. The passage's description says where ("in Bologna, Italy");
-        its id ends in :data:`INSIDE_SUFFIX`.
+        (:data:`~argus_ir.kb.venues.UNPLACED_LABELS`): "Joseph of Nazareth" is a man, not a
+        thing in Nazareth, "Birds of America" a book. The passage's description says where ("in
+        Bologna, Italy"); its id ends in :data:`INSIDE_SUFFIX`.
         """
         words = [w.strip(".,;:'’()").casefold() for w in surface.split()]
         if (

@@ -14,6 +14,7 @@ from argus_ir.kb.geodata import DEMONYMS
 __all__ = [
     "BEYOND_WORDS",
     "INSTITUTION_WORDS",
+    "NATIONAL_WORDS",
     "NATURAL_FEATURES",
     "NEVER_PLACE_WORDS",
     "PERSON_TITLES",
@@ -135,9 +136,7 @@ def inside_forms(surface: str, context: str | None, *, venue: bool) -> Iterable[
             # of the leading name, unless what it leaves is a direction or common words
             # ("Gympie North", "Zaandam Medical Centre")
             rest = [w.strip(".,;:") for w in lead[len(form.split()) :]]
-            cut = any(
-                w.casefold() not in NEVER_PLACE_WORDS and not is_common_word(w) for w in rest
-            )
+            cut = any(w.casefold() not in NEVER_PLACE_WORDS and not is_common_word(w) for w in rest)
             yield form, "leading-part" if cut else where
 
 
