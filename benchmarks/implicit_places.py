@@ -250,6 +250,26 @@ def _dump_jsonl(path: Path, rows) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def write_set(
+    out: Path, corpus: list[dict], queries: list[dict], qrels: dict[str, dict], card: dict
+) -> None:
+    """Write a set in the BEIR layout: ``corpus.jsonl``, ``queries.jsonl``,
+    ``queries_{split}.jsonl`` and ``qrels/{split}.tsv`` per split, and ``card.json``."""
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    _dump_jsonl(out / "corpus.jsonl", corpus)
+    _dump_jsonl(out / "queries.jsonl", queries)
+    for split, rows in qrels.items():
+        _dump_jsonl(out / f"queries_{split}.jsonl", (q for q in queries if q["_id"] in rows))
+        with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="\n") as fh:
+            fh.write("query-id\tcorpus-id\tscore\n")
+            for qid in sorted(rows):
+                for did in rows[qid]:
+                    fh.write(f"{qid}\t{did}\t1\n")
+    (out / "card.json").write_text(
+        json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", newline="\n"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -276,16 +296,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         seed=args.seed,
     )
     out = args.out
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    _dump_jsonl(out / "corpus.jsonl", corpus)
-    _dump_jsonl(out / "queries.jsonl", queries)
-    for split, rows in qrels.items():
-        _dump_jsonl(out / f"queries_{split}.jsonl", (q for q in queries if q["_id"] in rows))
-        with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="\n") as fh:
-            fh.write("query-id\tcorpus-id\tscore\n")
-            for qid in sorted(rows):
-                for did in rows[qid]:
-                    fh.write(f"{qid}\t{did}\t1\n")
     card = {
         "name": "implicit-places",
         "description": __doc__.splitlines()[0],
@@ -298,9 +308,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "counts": stats,
         "command": " ".join(["python", "benchmarks/implicit_places.py", *argv]),
     }
-    (out / "card.json").write_text(
-        json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", newline="\n"
-    )
+    write_set(out, corpus, queries, qrels, card)
     print(
         f"{out}: {stats['documents']} posts, queries dev {stats['queries']['dev']} / test "
         f"{stats['queries']['test']}, {args.per_cell} relevant each; "

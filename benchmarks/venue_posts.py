@@ -49,7 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from implicit_places import FILLERS, FRIENDS, OPENINGS, USERS, _dump_jsonl  # noqa: E402
+from implicit_places import FILLERS, FRIENDS, OPENINGS, USERS, write_set  # noqa: E402
 
 RELATIONS = ("P17", "P131", "P276")
 VENUE_WORD = re.compile(
@@ -264,16 +264,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = venues(args.shared_data / "kg" / "trex", gc.get_cities(), countries, gc.get_us_states())
     corpus, queries, qrels, stats = build(rows, countries, seed=args.seed)
     out = args.out
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    _dump_jsonl(out / "corpus.jsonl", corpus)
-    _dump_jsonl(out / "queries.jsonl", queries)
-    for split, cells in qrels.items():
-        _dump_jsonl(out / f"queries_{split}.jsonl", (q for q in queries if q["_id"] in cells))
-        with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="\n") as fh:
-            fh.write("query-id\tcorpus-id\tscore\n")
-            for qid in sorted(cells):
-                for did in cells[qid]:
-                    fh.write(f"{qid}\t{did}\t1\n")
     card = {
         "name": "venue-posts",
         "description": __doc__.splitlines()[0],
@@ -292,9 +282,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "counts": stats,
         "command": " ".join(["python", "benchmarks/venue_posts.py", *argv]),
     }
-    (out / "card.json").write_text(
-        json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", newline="\n"
-    )
+    write_set(out, corpus, queries, qrels, card)
     print(
         f"{out}: {stats['documents']} posts, queries dev {stats['queries']['dev']} / test "
         f"{stats['queries']['test']}; {stats['posts_that_write_the_town']} write the town"
