@@ -392,18 +392,30 @@ def _dump_jsonl(path: Path, rows: Iterable[dict]) -> None:
 
 
 def write_beir(bench: Benchmark, out: Path, card: Mapping) -> None:
+    """Write the benchmark in the BEIR layout (:func:`write_set`)."""
+    write_set(out, bench.corpus, bench.queries, bench.qrels, card)
+
+
+def write_set(
+    out: Path,
+    corpus: list[dict],
+    queries: list[dict],
+    qrels: Mapping[str, Mapping[str, list[str]]],
+    card: Mapping,
+) -> None:
     """Write ``corpus.jsonl``, ``queries.jsonl`` (all queries), ``queries_<split>.jsonl`` (each
     split's own, which BEIR readers take first, so none notes the other split's queries as
-    unjudged), ``qrels/<split>.tsv`` and ``card.json``."""
+    unjudged), ``qrels/<split>.tsv`` and ``card.json``; the synthetic sets' builders
+    (``implicit_places.py``, ``venue_posts.py``) write theirs with it too."""
     (out / "qrels").mkdir(parents=True, exist_ok=True)
-    _dump_jsonl(out / "corpus.jsonl", bench.corpus)
-    _dump_jsonl(out / "queries.jsonl", bench.queries)
-    for split, qrels in bench.qrels.items():
-        _dump_jsonl(out / f"queries_{split}.jsonl", (q for q in bench.queries if q["_id"] in qrels))
+    _dump_jsonl(out / "corpus.jsonl", corpus)
+    _dump_jsonl(out / "queries.jsonl", queries)
+    for split, rows in qrels.items():
+        _dump_jsonl(out / f"queries_{split}.jsonl", (q for q in queries if q["_id"] in rows))
         with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="\n") as fh:
             fh.write("query-id\tcorpus-id\tscore\n")
-            for qid in sorted(qrels):
-                for did in qrels[qid]:
+            for qid in sorted(rows):
+                for did in rows[qid]:
                     fh.write(f"{qid}\t{did}\t1\n")
     (out / "card.json").write_text(
         json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", newline="\n"

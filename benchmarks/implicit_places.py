@@ -34,7 +34,6 @@ How it is made (seeded, no network, no LLM):
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sys
@@ -42,6 +41,11 @@ from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from entity_set import write_set  # noqa: E402
 
 # ISO codes, spread over every continent; each has hundreds of towns in the default band.
 COUNTRIES = (
@@ -242,32 +246,6 @@ def build(
         "towns_that_are_the_most_populous_bearer_of_their_name": top_sense,
     }
     return corpus, queries, qrels, stats
-
-
-def _dump_jsonl(path: Path, rows) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def write_set(
-    out: Path, corpus: list[dict], queries: list[dict], qrels: dict[str, dict], card: dict
-) -> None:
-    """Write a set in the BEIR layout: ``corpus.jsonl``, ``queries.jsonl``,
-    ``queries_{split}.jsonl`` and ``qrels/{split}.tsv`` per split, and ``card.json``."""
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    _dump_jsonl(out / "corpus.jsonl", corpus)
-    _dump_jsonl(out / "queries.jsonl", queries)
-    for split, rows in qrels.items():
-        _dump_jsonl(out / f"queries_{split}.jsonl", (q for q in queries if q["_id"] in rows))
-        with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="\n") as fh:
-            fh.write("query-id\tcorpus-id\tscore\n")
-            for qid in sorted(rows):
-                for did in rows[qid]:
-                    fh.write(f"{qid}\t{did}\t1\n")
-    (out / "card.json").write_text(
-        json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", newline="\n"
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

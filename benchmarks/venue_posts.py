@@ -49,7 +49,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from implicit_places import FILLERS, FRIENDS, OPENINGS, USERS, write_set  # noqa: E402
+from entity_set import write_set  # noqa: E402
+from implicit_places import FILLERS, FRIENDS, OPENINGS, USERS  # noqa: E402
 
 RELATIONS = ("P17", "P131", "P276")
 VENUE_WORD = re.compile(
