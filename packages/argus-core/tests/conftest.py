@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -31,3 +35,26 @@ def minilm():
     from argus_ir.encoder import SentenceTransformerEncoder
 
     return SentenceTransformerEncoder("minilm", device="cpu", batch_size=16)
+
+
+@pytest.fixture(scope="session")
+def load_benchmark() -> Iterator[Callable[[str], ModuleType]]:
+    """Import a script of the repo's ``benchmarks/`` folder (no package) by path: ``load("name")``
+    runs ``benchmarks/name.py`` as module ``name_bench``; the modules leave ``sys.modules`` when
+    the session ends."""
+    loaded: list[str] = []
+
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(
+            f"{name}_bench", REPO / "benchmarks" / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+        loaded.append(spec.name)
+        spec.loader.exec_module(module)
+        return module
+
+    yield load
+    for name in loaded:
+        sys.modules.pop(name, None)

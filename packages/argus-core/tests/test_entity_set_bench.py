@@ -5,24 +5,14 @@ The benchmarks folder is no package, so the script is imported by path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "entity_set.py"
-
 
 @pytest.fixture(scope="module")
-def es():
-    spec = importlib.util.spec_from_file_location("entity_set_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+def es(load_benchmark):
+    return load_benchmark("entity_set")
 
 
 def _row(title, topic="Uncategorized", desc=""):

@@ -5,7 +5,6 @@ The benchmarks folder is no package, so the script is imported by path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -13,17 +12,10 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "implicit_places.py"
-
 
 @pytest.fixture(scope="module")
-def ip():
-    spec = importlib.util.spec_from_file_location("implicit_places_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+def ip(load_benchmark):
+    return load_benchmark("implicit_places")
 
 
 def _world(ip, towns_per_country: int = 45):

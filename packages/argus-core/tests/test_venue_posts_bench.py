@@ -5,26 +5,15 @@ The benchmarks folder is no package, so the script is imported by path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "venue_posts.py"
-
 
 @pytest.fixture(scope="module")
-def vp():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("venue_posts_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
-    sys.path.remove(str(SCRIPT.parent))
+def vp(load_benchmark):
+    return load_benchmark("venue_posts")
 
 
 COUNTRIES = {
