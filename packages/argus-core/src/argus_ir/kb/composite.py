@@ -274,14 +274,22 @@ class CompositeKB:
         (:func:`~argus_ir.kb.venues.venue_after`: "Helensvale" of "Helensvale railway station"),
         unless the label is never a place's (:data:`~argus_ir.kb.cues.NEVER_PLACE_LABELS`: the
         "Spanish" of "the Spanish national art museum")."""
-        whole = None if label in NEVER_PLACE_LABELS else venue_after(surface, context)
-        for form in (surface,) if whole is None else (surface, whole):
-            for name, source in self.sources.items():
-                within = getattr(source, "within", None)
-                hits = within(form, context, label=label) if within is not None else []
-                if hits:
-                    self.hits[name] += 1
-                    return hits[:1]
+        hits = self._within(surface, context, label)
+        if hits or label in NEVER_PLACE_LABELS:
+            return hits
+        whole = venue_after(surface, context)  # read only when the mention itself holds none
+        return self._within(whole, context, label) if whole is not None else []
+
+    def _within(
+        self, form: str, context: str | None, label: str | None
+    ) -> list[tuple[Passage, float]]:
+        """The first source's ``within`` answer for a name, counted in :attr:`hits`."""
+        for name, source in self.sources.items():
+            within = getattr(source, "within", None)
+            hits = within(form, context, label=label) if within is not None else []
+            if hits:
+                self.hits[name] += 1
+                return hits[:1]
         return []
 
     @staticmethod
