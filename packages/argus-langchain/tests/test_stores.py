@@ -11,8 +11,11 @@ lifecycle checks read the store's contents. Update and delete follow the recipe 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import math
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +24,13 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.indexing import InMemoryRecordManager, index
+from langchain_core.indexing import InMemoryRecordManager, RecordManager, index
 from langchain_core.vectorstores import VectorStore
 
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 from argus_ir.testing import SCENARIO, cosine_reference
+from argus_ir.testing.postgres import postgres_server
 from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_documents
 
 pytestmark = [
@@ -59,6 +63,7 @@ class Kind:
     cosine: Callable[[float], float]
     fetch_originals: Callable[[VectorStore], Callable[[list[str]], list[Document]]] | None
     upserts: bool  # add_documents with a stored id replaces the entry
+    tenant: Callable[[str], Any] = lambda value: {"tenant": value}  # its filter on metadata
 
 
 def _chroma_open(path: Path, embeddings: Embeddings) -> VectorStore:
@@ -144,6 +149,14 @@ def qdrant_originals(store: Any) -> Callable[[list[str]], list[Document]]:
     return fetch
 
 
+def _qdrant_tenant(value: str) -> Any:
+    from qdrant_client import models
+
+    return models.Filter(
+        must=[models.FieldCondition(key="metadata.tenant", match=models.MatchValue(value=value))]
+    )
+
+
 def _faiss_open(path: Path, embeddings: Embeddings) -> VectorStore:
     import faiss
     from langchain_community.docstore.in_memory import InMemoryDocstore
@@ -170,6 +183,64 @@ def _faiss_contents(store: Any) -> tuple[list[str], list[Any], list[dict]]:
     return ids, list(vectors), [store.docstore.search(i).metadata for i in ids]
 
 
+def _pg_url(path: Path) -> str:
+    """One database per test folder on the session's PostgreSQL server (psycopg 3's URL)."""
+    name = "t_" + hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:20]
+    return postgres_server().database(name).sqlalchemy_url("psycopg")
+
+
+def _pg_open(path: Path, embeddings: Embeddings) -> VectorStore:
+    from langchain_postgres import PGVector
+
+    return PGVector(
+        embeddings=embeddings, collection_name="argus", connection=_pg_url(path), use_jsonb=True
+    )
+
+
+def _pg_async(store: Any) -> VectorStore:
+    """An async PGVector over the same database and collection (a fresh event loop per
+    ``asyncio.run``, so no pooled connection outlives its loop)."""
+    from langchain_postgres import PGVector
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    url = store._engine.url.render_as_string(hide_password=False)
+    return PGVector(
+        embeddings=store.embeddings,
+        collection_name=store.collection_name,
+        connection=create_async_engine(url, poolclass=NullPool),
+        use_jsonb=True,
+    )
+
+
+def _pg_connect(store: Any) -> Any:
+    import psycopg
+
+    engine = getattr(store, "_engine", None) or store._async_engine
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return psycopg.connect(url)
+
+
+def _pg_contents(store: Any) -> tuple[list[str], list[Any], list[dict]]:
+    with _pg_connect(store) as conn:
+        rows = conn.execute(
+            "SELECT e.id, e.embedding::text, e.cmetadata FROM langchain_pg_embedding e "
+            "JOIN langchain_pg_collection c ON e.collection_id = c.uuid WHERE c.name = %s",
+            (store.collection_name,),
+        ).fetchall()
+    return [r[0] for r in rows], [json.loads(r[1]) for r in rows], [r[2] or {} for r in rows]
+
+
+def _pg_texts(store: Any) -> tuple[list[str], list[str]]:
+    with _pg_connect(store) as conn:
+        rows = conn.execute(
+            "SELECT e.id, e.document FROM langchain_pg_embedding e "
+            "JOIN langchain_pg_collection c ON e.collection_id = c.uuid WHERE c.name = %s",
+            (store.collection_name,),
+        ).fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
 KINDS = {
     "chroma": Kind(  # relevance 1 - d = cos
         "chroma",
@@ -190,6 +261,7 @@ KINDS = {
         lambda r: 2 * r - 1,
         qdrant_originals,
         upserts=True,
+        tenant=_qdrant_tenant,
     ),
     "faiss": Kind(  # squared L2 d = 2 - 2 cos, relevance 1 - d / sqrt(2)
         "faiss",
@@ -200,6 +272,16 @@ KINDS = {
         lambda r: 1 - (1 - r) / math.sqrt(2),
         None,
         upserts=False,
+    ),
+    "pgvector": Kind(  # PGVector, COSINE (its default): relevance 1 - d = cos
+        "pgvector",
+        _pg_open,
+        _pg_contents,
+        lambda store, path: store._engine.dispose(),
+        DEFAULT_VIEW_DISCOUNT,
+        lambda r: r,
+        None,
+        upserts=True,
     ),
 }
 
@@ -230,8 +312,16 @@ def _index(docs, manager, store, cleanup="incremental"):
     return index(docs, manager, store, cleanup=cleanup, source_id_key=SOURCE_KEY)
 
 
-def _manager(kind: Kind) -> InMemoryRecordManager:
-    manager = InMemoryRecordManager(namespace=f"argus/{kind.name}")
+def _manager(kind: Kind, store: Any) -> RecordManager:
+    """The record manager a team runs beside the store: on PostgreSQL, LangChain's
+    ``SQLRecordManager`` in the store's own database; else the in-memory one."""
+    if kind.name == "pgvector":
+        from langchain_classic.indexes import SQLRecordManager
+
+        url = store._engine.url.render_as_string(hide_password=False)
+        manager: RecordManager = SQLRecordManager(f"argus/{kind.name}", db_url=url)
+    else:
+        manager = InMemoryRecordManager(namespace=f"argus/{kind.name}")
     manager.create_schema()
     return manager
 
@@ -284,7 +374,7 @@ def test_query_and_collapse_match_the_cosine_reference(
 
 
 def test_ingest_twice_stores_each_entry_once(kind, opened, augmented):
-    manager = _manager(kind)
+    manager = _manager(kind, opened)
     first = _index(augmented, manager, opened)
     again = _index(augmented, manager, opened)
     assert (first["num_added"], again["num_added"], again["num_skipped"]) == (
@@ -321,7 +411,7 @@ def test_defect_5_update_leaves_no_stale_view(kind, opened, augmented, updated_s
     """Views outlive their source (issue 32, 5): re-augment the changed document and index it with
     cleanup="incremental"; the old original and every old view are gone from the store."""
     old, fresh = updated_source
-    manager = _manager(kind)
+    manager = _manager(kind, opened)
     _index(augmented, manager, opened)
     old_views = [d for d in augmented if d.metadata[SOURCE_KEY] == old.id and d is not old]
     assert old_views  # the target has views to go stale
@@ -349,7 +439,7 @@ def test_defect_5_delete_leaves_nothing_of_the_source(
     cleanup="full"; no entry of it remains and no query returns its text."""
     gone = scenario_ids[SCENARIO.target]
     text = next(d.page_content for d in augmented if d.id == gone)
-    manager = _manager(kind)
+    manager = _manager(kind, opened)
     _index(augmented, manager, opened)
     kept = [d for d in augmented if d.metadata[SOURCE_KEY] != gone]
     result = _index(kept, manager, opened, cleanup="full")
@@ -373,7 +463,7 @@ def test_direct_delete_of_a_sources_keys_leaves_nothing_of_it(
     source remains, every other entry does, and every query ranks the rest as the reference."""
     gone = scenario_ids[SCENARIO.target]
     text = next(d.page_content for d in augmented if d.id == gone)
-    manager = _manager(kind)
+    manager = _manager(kind, opened)
     _index(augmented, manager, opened)
     before = set(kind.contents(opened)[0])
 
@@ -414,6 +504,8 @@ def _texts(kind: Kind, store: Any) -> tuple[list[str], list[str]]:
     if kind.name == "qdrant":
         points, _ = store.client.scroll(store.collection_name, limit=10_000)
         return [str(p.id) for p in points], [p.payload["page_content"] for p in points]
+    if kind.name == "pgvector":
+        return _pg_texts(store)
     ids = [store.index_to_docstore_id[i] for i in range(store.index.ntotal)]
     return ids, [store.docstore.search(i).page_content for i in ids]
 
@@ -461,13 +553,16 @@ def test_async_add_and_retrieve_match_the_cosine_reference(
     kind, opened, embeddings, augmented, queries
 ):
     """aadd_documents stores every entry; ainvoke and the async relevance search rank every query
-    as the cosine reference; with few hits, ainvoke fetches originals as invoke does."""
-    ids = asyncio.run(opened.aadd_documents(augmented))
+    as the cosine reference; with few hits, ainvoke fetches originals as invoke does.
+    (langchain-postgres: one PGVector object is either sync or async; both open one database.)"""
+    store = _pg_async(opened) if kind.name == "pgvector" else opened
+    ids = asyncio.run(store.aadd_documents(augmented))
     assert (
         sorted(map(str, ids)) == sorted(kind.contents(opened)[0]) == sorted(d.id for d in augmented)
     )
-    _check_all_queries(kind, opened, embeddings, augmented, queries, asynchronous=True)
+    _check_all_queries(kind, store, embeddings, augmented, queries, asynchronous=True)
     few = ArgusRetriever(vectorstore=opened, k=3, fetch_k=3)
+    few_async = ArgusRetriever(vectorstore=store, k=3, fetch_k=3)
     fetched = 0
     for query in queries:
         sync = few.invoke(query)
@@ -477,7 +572,7 @@ def test_async_add_and_retrieve_match_the_cosine_reference(
             if d.metadata[VIEW_KEY] == "original"
         }
         fetched += len({_source(d) for d in sync} - hits)
-        got = asyncio.run(few.ainvoke(query))
+        got = asyncio.run(few_async.ainvoke(query))
         assert [(_source(d), d.page_content) for d in got] == [
             (_source(d), d.page_content) for d in sync
         ], query
@@ -531,7 +626,7 @@ def test_defect_8_index_with_a_record_manager_folds_original_and_view(
     kind = KINDS[name]
     store = kind.open(tmp_path, embeddings)
     try:
-        _index(augmented, _manager(kind), store)
+        _index(augmented, _manager(kind, store), store)
         ids = kind.contents(store)[0]
         assert not {d.id for d in augmented} & set(ids)  # every entry under a content hash
         n = len(ids)
@@ -560,3 +655,67 @@ def test_defect_8_index_with_a_record_manager_folds_original_and_view(
         assert any(f"{len(view_only)} source(s) dropped" in r.getMessage() for r in caplog.records)
     finally:
         kind.close(store, tmp_path)
+
+
+# Tenant b's documents: each names the target (another tenant's document) as its source.
+PAYROLL = "Quarterly payroll export for the finance team, March."
+SUMMARY = "A summary of the payroll export, with one line per department."
+LISBON = "cheap flights to Lisbon in December"
+FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
+
+
+def _tenant_b(victim: str) -> tuple[list[Document], list[Document]]:
+    """What tenant b sends through the ingest step (a forged view, a user's own ``argus_view``)
+    and what it writes straight into the store (a forged view)."""
+    forged = {"tenant": "b", SOURCE_KEY: victim, VIEW_KEY: "expansion"}
+    ingest = [
+        Document(id=str(uuid.uuid4()), page_content=PAYROLL, metadata=forged),
+        Document(
+            id=str(uuid.uuid4()),
+            page_content=SUMMARY,
+            metadata={"tenant": "b", VIEW_KEY: "summary"},
+        ),
+    ]
+    direct = [Document(id=str(uuid.uuid4()), page_content=LISBON, metadata=dict(forged))]
+    return ingest, direct
+
+
+def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(
+    kind, opened, embeddings, augmented, transformer, scenario_ids
+):
+    """Issue 47, 1-3: tenant b's forged views (through the ingest step and straight into the
+    store) never bring the target, tenant a's document, into b's filtered results, nor lift it in
+    an unfiltered search; b's own document with a look-alike ``argus_view`` key is retrieved.
+    Every ranking, filtered or not, is the cosine reference's (which applies the rule itself)."""
+    victim = scenario_ids[SCENARIO.target]
+    victim_text = next(d.page_content for d in augmented if d.id == victim)
+    ingest, direct = _tenant_b(victim)
+    through = list(transformer.transform_documents(ingest))
+    assert transformer.last_stats["lineage_rewritten"] == [d.id for d in ingest]
+    opened.add_documents([*augmented, *through, *direct])
+    ids, vectors, metadatas = kind.contents(opened)
+    leaks = lifts = 0
+    for tenant in ("b", None):
+        search = {"filter": kind.tenant(tenant)} if tenant else {}
+        retriever = ArgusRetriever(vectorstore=opened, k=3, fetch_k=3, search_kwargs=search)
+        for query in FORGED_QUERIES:
+            where = (lambda m, t=tenant: m.get("tenant") == t) if tenant else None
+            want = cosine_reference(
+                ids, vectors, metadatas, embeddings.embed_query(query), top_k=3, where=where
+            )
+            for found in (retriever.invoke(query), asyncio.run(retriever.ainvoke(query))):
+                got = [_source(d) for d in found]
+                leaks += tenant is not None and (
+                    victim in got or any(d.page_content == victim_text for d in found)
+                )
+                lifts += tenant is None and got[:1] == [victim]
+                if tenant is None:  # every entry is a hit of the reference; fetch_k=3 is fewer
+                    assert victim not in got[:1], query
+                    continue
+                assert got == [src for src, _, _ in want], (tenant, query)
+                assert all(d.metadata.get("tenant") == "b" for d in found), query
+    assert (leaks, lifts) == (0, 0)
+    summary = ArgusRetriever(
+        vectorstore=opened, k=1, search_kwargs={"filter": kind.tenant("b")}
+    ).invoke(SUMMARY)
+    assert [d.page_content for d in summary] == [SUMMARY]  # a look-alike key hides nothing

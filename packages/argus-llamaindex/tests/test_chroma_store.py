@@ -19,6 +19,7 @@ import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import Document, NodeWithScore, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
@@ -67,7 +68,7 @@ def _cosine_reference(index: VectorStoreIndex, embed_model, query: str, k: int) 
     return cosine_reference(
         entries["ids"],
         entries["embeddings"],
-        entries["metadatas"],
+        [metadata_dict_to_node(m).metadata for m in entries["metadatas"]],  # the node's own
         embed_model.get_query_embedding(query),
         top_k=k,
     )

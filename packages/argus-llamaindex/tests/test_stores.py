@@ -85,18 +85,32 @@ class Store:
         return VectorStoreIndex(list(nodes), storage_context=context, embed_model=embed_model)
 
     def entries(self) -> dict[str, dict[str, Any]]:
-        """Every stored entry by id: its ``vector``, ``metadata`` and ``text``."""
+        """Every stored entry by id: its ``vector``, the node's ``metadata``, what the store keeps
+        beside it (``stored``: the node's metadata and its bookkeeping) and its ``text``."""
         if self.kind == "chroma":
             got = self.vector_store.client.get(include=["embeddings", "metadatas", "documents"])
             rows = zip(got["ids"], got["embeddings"], got["metadatas"], got["documents"])
-            return {i: {"vector": v, "metadata": m, "text": t} for i, v, m, t in rows}
+            return {
+                i: {"vector": v, "metadata": _meta(m), "stored": m, "text": t}
+                for i, v, m, t in rows
+            }
         if not self.client.collection_exists(COLLECTION):
             return {}
         points, _ = self.client.scroll(COLLECTION, limit=10_000, with_vectors=True)
         return {
-            str(p.id): {"vector": _dense(p.vector), "metadata": p.payload, "text": _text(p.payload)}
+            str(p.id): {
+                "vector": _dense(p.vector),
+                "metadata": _meta(p.payload),
+                "stored": p.payload,
+                "text": _text(p.payload),
+            }
             for p in points
         }
+
+
+def _meta(stored: dict[str, Any]) -> dict[str, Any]:
+    # the node's own metadata (the store keeps it beside its bookkeeping: _node_content, doc ids)
+    return metadata_dict_to_node(stored).metadata
 
 
 def _text(payload: dict[str, Any]) -> str:
@@ -350,7 +364,7 @@ def test_a_pipeline_with_a_docstore_upserts_documents_with_their_views(
     first.transformations[-2]._argus = corpus.transform.argus  # the loaded models
     out = first.run(documents=_documents(corpus, names))
     target = corpus.id(SCENARIO.target)
-    old = {e["text"] for i, e in store.entries().items() if e["metadata"]["ref_doc_id"] == target}
+    old = {e["text"] for i, e in store.entries().items() if e["stored"]["ref_doc_id"] == target}
     assert len(old) >= 3 and len(store.entries()) == len(out)
 
     first.persist(str(tmp_path / "pipeline-state"))
@@ -367,7 +381,7 @@ def test_a_pipeline_with_a_docstore_upserts_documents_with_their_views(
     assert sorted(entries) == sorted(
         [n.node_id for n in out if n.ref_doc_id != target] + [n.node_id for n in updated]
     )
-    now = [e for e in entries.values() if e["metadata"]["ref_doc_id"] == target]
+    now = [e for e in entries.values() if e["stored"]["ref_doc_id"] == target]
     assert any(e["metadata"][VIEW_KEY] != "original" for e in now)
     assert not old & {e["text"] for e in now}  # no stale chunk or view
 

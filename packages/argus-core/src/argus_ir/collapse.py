@@ -15,22 +15,26 @@ margin takes that away while a view that is much closer to the query still lifts
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
+from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY
 
 __all__ = [
     "COSINE_FROM_DISTANCE",
     "DEFAULT_VIEW_DISCOUNT",
     "SOURCE_KEY",
+    "Resolved",
     "SourceHits",
     "collapse",
     "fold_hits",
     "is_view_entry",
     "rank_sources",
+    "resolve_sources",
+    "same_scope",
+    "scope",
     "source_id_of",
 ]
 
@@ -160,7 +164,8 @@ class SourceHits(Generic[T]):
         score: Its folded score (``None`` when the hits carried no scores).
         hits: Its hits (the original and/or views), best first (as folding counted them, views
             less their discount).
-        original: The source's own entry among the hits, if it was retrieved itself.
+        original: The source's own entry among the hits, if it was retrieved itself (the one
+            stored under the source's id when several entries claim to be its original).
     """
 
     source_id: str
@@ -267,6 +272,152 @@ def fold_hits(
         members = groups[src]
         if score is not None:
             members = sorted(members, key=lambda m: (-counted(*m), m[0]))
-        original = next((hit for pos, hit in members if not views[pos]), None)
+        originals = [hit for pos, hit in members if not views[pos]]
+        # the entry stored under the source's own id is its original; else the best-scoring one
+        original = next((h for h in originals if id_of(h) == src), None)
+        if original is None and originals:
+            original = originals[0]
         out.append(SourceHits(src, score, tuple(hit for _, hit in members), original))
     return out
+
+
+def scope(metadata: Mapping[str, Any] | None, ignore: Collection[str] = ()) -> dict[str, Any]:
+    """What a metadata filter can see of an entry: its metadata without argus's lineage keys and
+    without ``ignore`` (keys a store adds to what it returns, such as langchain-qdrant's ``_id``)."""
+    return {k: v for k, v in (metadata or {}).items() if k not in ARGUS_KEYS and k not in ignore}
+
+
+def same_scope(
+    view: Mapping[str, Any] | None,
+    original: Mapping[str, Any] | None,
+    ignore: Collection[str] = (),
+) -> bool:
+    """Whether a view and an original carry the same metadata, lineage keys aside.
+
+    argus copies an original's metadata onto each of its views, so the two are equal for every
+    view argus wrote (and not yet outdated by a change to the original). Equal metadata means
+    any metadata filter that let the view through lets the original through too: this is the
+    test :func:`resolve_sources` puts every view to before it folds into its source.
+    """
+    return scope(view, ignore) == scope(original, ignore)
+
+
+@dataclass
+class Resolved(Generic[T]):
+    """What :func:`resolve_sources` returns.
+
+    Attributes:
+        sources: The ranked sources, best first; each has its original among its hits or among
+            the originals read for it (unless ``keep_orphans``).
+        refused: Ids of views that were not folded: their metadata differs from their source's
+            original (a view from another scope, hand-written or outdated lineage).
+        dropped: Sources whose original could not be read (deleted, or another store's): they
+            are left out, never served by a view.
+    """
+
+    sources: list[SourceHits[T]]
+    refused: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def resolve_sources(
+    hits: Iterable[T],
+    *,
+    id_of: Callable[[T], str],
+    metadata_of: Callable[[T], Mapping[str, Any] | None],
+    score_of: Callable[[T], float | None],
+    how: str = "max",
+    top_k: int | None = None,
+    view_discount: float = DEFAULT_VIEW_DISCOUNT,
+    ignore_keys: Collection[str] = (),
+    keep_orphans: bool = False,
+) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[T]]:
+    """Fold hits into sources as :func:`fold_hits` does, never widening what the hits may show.
+
+    The rule every adapter applies (``docs/adapters.md``, "Boundaries"): a view folds into its
+    source only when the source's original carries the same metadata as the view
+    (:func:`same_scope`), whether the original is among the hits or has to be read from the store.
+    A view that passed the query's metadata filter therefore only ever brings in an original
+    that passes the same filter; a view that names a document of another scope (a forged or
+    outdated lineage) is refused and counts for nothing.
+
+    It is a generator, so one loop serves a framework's sync and async reads: it yields the ids
+    of the sources whose originals it needs (only as many as the results still lack, in ranking
+    order) and is sent back ``{source id: the original's metadata}`` for those found (missing or
+    ``None``: not found). When a refused view changes the ranking it folds again, reading only
+    originals it has not read yet.
+
+    Args:
+        hits, id_of, metadata_of, score_of, how, view_discount: As :func:`fold_hits`.
+        top_k: Sources to return (``None``: all).
+        ignore_keys: Metadata keys the store adds to what it returns (left out of the test).
+        keep_orphans: Keep a source whose original cannot be read, served by its best view (a
+            caller with no store to read from); by default it is dropped.
+
+    Returns:
+        The :class:`Resolved` sources, with the refused views and dropped sources.
+    """
+    items = list(hits)
+    if top_k is not None and top_k < 0:
+        raise ArgusInputError(f"top_k must be >= 0, got {top_k}")
+    read: dict[str, Mapping[str, Any] | None] = {}
+    refused: set[int] = set()
+    while True:
+        live = [(pos, hit) for pos, hit in enumerate(items) if pos not in refused]
+        folded = fold_hits(
+            live,
+            id_of=lambda h: id_of(h[1]),
+            metadata_of=lambda h: metadata_of(h[1]),
+            score_of=lambda h: score_of(h[1]),
+            how=how,
+            view_discount=view_discount,
+        )
+        wanted = len(folded) if top_k is None else top_k
+        out: list[SourceHits[tuple[int, T]]] = []
+        dropped: list[str] = []
+        again = False
+        start = 0
+        while len(out) < wanted and start < len(folded) and not again:
+            batch = folded[start : start + wanted - len(out)]
+            start += len(batch)
+            missing = [f.source_id for f in batch if f.original is None and f.source_id not in read]
+            if missing:
+                got = yield missing
+                for source_id in missing:
+                    read[source_id] = (got or {}).get(source_id)
+            for f in batch:
+                if f.original is not None:
+                    original: Mapping[str, Any] | None = metadata_of(f.original[1]) or {}
+                else:
+                    original = read.get(f.source_id)
+                if original is None:
+                    if keep_orphans:
+                        out.append(f)
+                    else:
+                        dropped.append(f.source_id)
+                    continue
+                bad = [
+                    pos
+                    for pos, hit in f.hits
+                    if (f.original is None or pos != f.original[0])
+                    and not same_scope(metadata_of(hit), original, ignore_keys)
+                ]
+                if bad:
+                    refused.update(bad)
+                    again = True  # the source's score (and so the ranking) changes: fold again
+                else:
+                    out.append(f)
+        if not again:
+            return Resolved(
+                [
+                    SourceHits(
+                        f.source_id,
+                        f.score,
+                        tuple(hit for _, hit in f.hits),
+                        None if f.original is None else f.original[1],
+                    )
+                    for f in out
+                ],
+                [id_of(items[pos]) for pos in sorted(refused)],
+                dropped,
+            )

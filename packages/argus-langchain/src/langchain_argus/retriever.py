@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -14,19 +14,21 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import Field, field_validator, model_validator
 
 from argus_ir.collapse import (
     DEFAULT_VIEW_DISCOUNT,
+    Resolved,
     SourceHits,
     fold_hits,
     is_view_entry,
     rank_sources,
+    resolve_sources,
     source_id_of,
 )
 from argus_ir.errors import ArgusInputError
-from langchain_argus._scores import relevance_per_cosine
+from langchain_argus._scores import hint, relevance_per_cosine
 
 __all__ = ["ArgusRetriever", "collapse_documents"]
 
@@ -66,15 +68,8 @@ def collapse_documents(
             hits carry no scores), an unknown ``how``, or a score that is not a finite number.
     """
     _check_view_discount(view_discount)
-    # (document, score, key): the key is the hit's id, or a unique one for a hit without any
-    triples: list[tuple[Document, float | None, str]] = [
-        (doc, score, _doc_id(doc) or f"{_ANONYMOUS}{pos}")
-        for pos, (doc, score) in enumerate(
-            (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
-        )
-    ]
     folded = fold_hits(
-        triples,
+        _hits(hits),
         id_of=lambda t: t[2],
         metadata_of=lambda t: t[0].metadata,
         score_of=lambda t: t[1],
@@ -93,6 +88,22 @@ def collapse_documents(
     ]
 
 
+_Hit = tuple[Document, float | None, str]
+"""A hit as folded: the document, its score and its key (its id, or a unique one without)."""
+
+STORE_KEYS = ("_id", "_collection_name")
+"""Metadata keys a store adds to the documents it returns (langchain-qdrant), not the user's."""
+
+
+def _hits(hits: Sequence[tuple[Document, float]] | Sequence[Document]) -> list[_Hit]:
+    return [
+        (doc, score, _doc_id(doc) or f"{_ANONYMOUS}{pos}")
+        for pos, (doc, score) in enumerate(
+            (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
+        )
+    ]
+
+
 class ArgusRetriever(BaseRetriever):
     """Search a vector store that holds argus views; return one original document per source.
 
@@ -102,7 +113,13 @@ class ArgusRetriever(BaseRetriever):
     (``fetch_originals``, by default the store's ``get_by_ids`` with the source ids). A source
     whose original cannot be fetched is dropped, never served by one of its views; the next
     source takes its place and the count is logged (a warning on the
-    ``langchain_argus.retriever`` logger).
+    ``langchain_argus.retriever`` logger). It returns documents, without scores (LangChain's
+    retriever interface has none); ``collapse_documents`` gives the folded scores.
+
+    Boundaries: a view folds into its source only when the source's original carries the view's
+    metadata (lineage keys aside), so a view that passed ``search_kwargs``' filter never brings in
+    a document the filter excludes, and a view with hand-written lineage lifts nothing it does
+    not match; a refused view counts for nothing and is logged (``docs/adapters.md``).
 
     Scores: the hits come from ``similarity_search_with_relevance_scores`` (higher is better),
     because ``similarity_search_with_score`` returns *distances* (lower is better) in Chroma,
@@ -110,14 +127,19 @@ class ArgusRetriever(BaseRetriever):
     ``_select_relevance_score_fn`` raises ``NotImplementedError``, as ``InMemoryVectorStore``'s
     does) is asked for ``similarity_search_with_score`` instead, taken as similarities.
     ``view_discount`` is a margin on cosine similarity, converted to the store's relevance scale
-    for the stores whose convention is known (``InMemoryVectorStore``, Chroma, FAISS, Qdrant; see
-    ``docs/langchain.md``); for another store declare ``relevance_per_cosine``, else the first
-    query raises :class:`~argus_ir.errors.ArgusInputError` (with ``view_discount=0`` nothing
-    needs converting).
+    for the stores whose convention is known (``InMemoryVectorStore``, Chroma, FAISS, Qdrant,
+    PGVector, LanceDB; see ``docs/langchain.md``); for another store declare
+    ``relevance_per_cosine``, else the first query raises
+    :class:`~argus_ir.errors.ArgusInputError` naming the setting (with ``view_discount=0``
+    nothing needs converting). A store without relevance scores whose raw scores are not known
+    to be similarities is refused the same way (distances would rank backwards).
 
     Fetching: when ``get_by_ids`` fails for a store-specific reason (langchain-chroma raises
     pydantic's ``ValidationError`` for an entry stored without metadata), each id is fetched on
     its own; an id that still fails is logged (with the exception type) and its source dropped.
+    A store that has no ``get_by_ids`` at all (LanceDB) is refused at construction unless
+    ``fetch_originals`` is given. A store built for sync calls only (langchain-postgres's
+    ``PGVector`` without an async engine) is searched in a worker thread by ``ainvoke``.
 
     Example:
         >>> retriever = ArgusRetriever(vectorstore=store, k=4)  # doctest: +SKIP
@@ -165,25 +187,41 @@ class ArgusRetriever(BaseRetriever):
     def _check(self) -> ArgusRetriever:
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
+        store_type = type(self.vectorstore)
+        if self.fetch_originals is None and store_type.get_by_ids is VectorStore.get_by_ids:
+            raise _no_get_by_ids(self.vectorstore)  # every query would risk dropping sources
         if self.how not in ("max", "sum"):
             raise ValueError(f"how must be 'max' or 'sum', got {self.how!r}")
         return self
 
-    def _discount(self) -> float:
-        """``view_discount`` on the store's relevance scale."""
+    def _discount(self, search: dict[str, Any]) -> float:
+        """``view_discount`` on the store's relevance scale (``search``: the search's keywords)."""
         if self.view_discount == 0:
             return 0.0
         slope = self.relevance_per_cosine
         if slope is None:
-            slope = relevance_per_cosine(self.vectorstore)
+            slope = relevance_per_cosine(self.vectorstore, search)
         if slope is None:
             raise ArgusInputError(
                 f"cannot tell how {type(self.vectorstore).__name__}'s relevance scores relate to "
                 "cosine similarity, the scale view_discount is a margin on: pass "
-                "ArgusRetriever(relevance_per_cosine=...) (1.0 when its relevance scores are "
-                "cosine similarities), or view_discount=0"
+                "ArgusRetriever(relevance_per_cosine=...), or view_discount=0. "
+                f"{hint(self.vectorstore)}"
             )
         return self.view_discount * slope
+
+    def _check_plain_scores(self) -> None:
+        """A store without relevance scores is asked for its raw scores, which are similarities
+        only where that is known (``InMemoryVectorStore``) or declared (``relevance_per_cosine``):
+        a store that gives distances would be ranked backwards."""
+        if self.relevance_per_cosine is None and not isinstance(
+            self.vectorstore, InMemoryVectorStore
+        ):
+            raise ArgusInputError(
+                f"{type(self.vectorstore).__name__} gives no relevance scores, and its raw scores "
+                "may be distances (lower is better), which would rank backwards: if they are "
+                "similarities, declare ArgusRetriever(relevance_per_cosine=...) (1.0 for cosines)"
+            )
 
     def _fetch_k(self, k: int) -> int:
         return self.fetch_k if self.fetch_k is not None else max(20, 5 * k)
@@ -197,46 +235,77 @@ class ArgusRetriever(BaseRetriever):
             hits = self.vectorstore.similarity_search_with_relevance_scores(
                 query, k=self._fetch_k(k), **search
             )
-        except NotImplementedError:  # no relevance function: its scores are similarities
+        except NotImplementedError:  # no relevance function
+            self._check_plain_scores()
             hits = self.vectorstore.similarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
-        folded = collapse_documents(hits, how=self.how, view_discount=self._discount())
-        out: list[Document] = []
-        dropped = 0
-        for batch, missing in _slices(folded, k, out):  # the next sources replace dropped ones
-            dropped += _take(batch, self._fetch(missing) if missing else {}, out)
-        _log_dropped(dropped)
-        return out
+        steps = self._resolve(hits, k, search)
+        fetched: dict[str, Document] = {}
+        try:
+            missing = next(steps)
+            while True:
+                fetched.update(self._fetch(missing))
+                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
+        except StopIteration as done:
+            return _finish(done.value, fetched)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        if getattr(self.vectorstore, "async_mode", None) is False:
+            # a store built for sync calls only (langchain-postgres's PGVector without an async
+            # engine): the sync path, in a worker thread
+            return await run_in_executor(
+                None,
+                self._get_relevant_documents,
+                query,
+                run_manager=run_manager.get_sync(),
+                **kwargs,
+            )
         k = int(kwargs.pop("k", self.k))
         search = {**self.search_kwargs, **kwargs}
         try:
             hits = await self.vectorstore.asimilarity_search_with_relevance_scores(
                 query, k=self._fetch_k(k), **search
             )
-        except NotImplementedError:  # no relevance function: its scores are similarities
+        except NotImplementedError:  # no relevance function
+            self._check_plain_scores()
             hits = await self.vectorstore.asimilarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
-        folded = collapse_documents(hits, how=self.how, view_discount=self._discount())
-        out: list[Document] = []
-        dropped = 0
-        for batch, missing in _slices(folded, k, out):  # the next sources replace dropped ones
-            dropped += _take(batch, await self._afetch(missing) if missing else {}, out)
-        _log_dropped(dropped)
-        return out
+        steps = self._resolve(hits, k, search)
+        fetched: dict[str, Document] = {}
+        try:
+            missing = next(steps)
+            while True:
+                fetched.update(await self._afetch(missing))
+                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
+        except StopIteration as done:
+            return _finish(done.value, fetched)
+
+    def _resolve(
+        self, hits: Sequence[tuple[Document, float]], k: int, search: dict[str, Any]
+    ) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[_Hit]]:
+        """The core's :func:`~argus_ir.collapse.resolve_sources` over the scored hits."""
+        return resolve_sources(
+            _hits(hits),
+            id_of=lambda t: t[2],
+            metadata_of=lambda t: t[0].metadata,
+            score_of=lambda t: t[1],
+            how=self.how,
+            top_k=k,
+            view_discount=self._discount(search),
+            ignore_keys=STORE_KEYS,
+        )
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
         if self.fetch_originals is not None:
             return _originals(self.fetch_originals(ids))
         try:
             return _originals(self.vectorstore.get_by_ids(ids))
-        except NotImplementedError:
-            return {}
+        except NotImplementedError as exc:
+            raise _no_get_by_ids(self.vectorstore) from exc
         except Exception as exc:  # the store's own failure: retry id by id
             _log_failure(self.vectorstore, ids, exc)
         fetched: dict[str, Document] = {}
@@ -252,8 +321,8 @@ class ArgusRetriever(BaseRetriever):
             return _originals(await run_in_executor(None, self.fetch_originals, ids))
         try:
             return _originals(await self.vectorstore.aget_by_ids(ids))
-        except NotImplementedError:
-            return {}
+        except NotImplementedError as exc:
+            raise _no_get_by_ids(self.vectorstore) from exc
         except Exception as exc:  # the store's own failure: retry id by id
             _log_failure(self.vectorstore, ids, exc)
         fetched: dict[str, Document] = {}
@@ -284,41 +353,34 @@ def _originals(docs: Sequence[Document]) -> dict[str, Document]:
     return out
 
 
-def _slices(
-    folded: list[SourceHits[Document]], k: int, out: list[Document]
-) -> Iterator[tuple[list[SourceHits[Document]], list[str]]]:
-    """The ranked sources in slices just large enough to fill ``out`` up to ``k``, each with the
-    sources whose original must be fetched."""
-    start = 0
-    while len(out) < k and start < len(folded):
-        batch = folded[start : start + k - len(out)]
-        start += len(batch)
-        yield batch, [f.source_id for f in batch if f.original is None]
-
-
-def _take(
-    batch: Sequence[SourceHits[Document]], fetched: dict[str, Document], out: list[Document]
-) -> int:
-    """Append each source's original to ``out``; return how many had none."""
-    dropped = 0
-    for folded in batch:
-        original = folded.original
-        if original is None:
-            original = fetched.get(folded.source_id)
-        if original is None:
-            dropped += 1
-        else:
-            out.append(original)
-    return dropped
-
-
-def _log_dropped(dropped: int) -> None:
-    if dropped:
+def _finish(resolved: Resolved[_Hit], fetched: Mapping[str, Document]) -> list[Document]:
+    """Each source's original, from its hits or as read; refused views and drops are logged."""
+    out = [
+        f.original[0] if f.original is not None else fetched[f.source_id] for f in resolved.sources
+    ]
+    if resolved.refused:
+        logger.warning(
+            "%d view(s) not folded: their metadata differs from their source's original (a view "
+            "from another scope, or lineage argus did not write): %s",
+            len(resolved.refused),
+            ", ".join(map(repr, resolved.refused)),
+        )
+    if resolved.dropped:
         logger.warning(
             "%d source(s) dropped: only their views were retrieved and their originals could not "
             "be fetched (deleted, or stored under other ids: see ArgusRetriever.fetch_originals)",
-            dropped,
+            len(resolved.dropped),
         )
+    return out
+
+
+def _no_get_by_ids(store: VectorStore) -> ArgusInputError:
+    return ArgusInputError(
+        f"{type(store).__name__} cannot read documents by id (its get_by_ids is not "
+        "implemented), so a source retrieved only through its views cannot be served: pass "
+        "ArgusRetriever(fetch_originals=...), a function from source ids to their originals "
+        "(docs/langchain.md, 'Stores', has one for LanceDB)"
+    )
 
 
 def _log_failure(store: VectorStore, ids: list[str], exc: BaseException) -> None:

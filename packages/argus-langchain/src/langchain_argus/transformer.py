@@ -12,12 +12,11 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
 from argus_ir.runners.integration import (
+    TRUST_LINEAGE,
     AugmentResult,
     Record,
     aaugment_records,
     augment_records,
-    is_view,
-    original_lineage,
 )
 from argus_ir.settings import argus_settings
 from langchain_argus.kb import store_kb
@@ -38,8 +37,10 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     An original comes out as a copy, unchanged but for two lineage keys in its metadata
     (``argus_source_id``: its own id; ``argus_view``: ``"original"``), so it folds with its views
     however the store reports or re-keys ids. A document without an ``id`` gets a content-derived
-    one, because its views must be able to point at it. Inputs that are already argus views pass
-    through untouched.
+    one, because its views must be able to point at it. Lineage is argus's to write: ``argus_*``
+    keys an input brings are replaced (it is an original like any other, counted in
+    ``last_stats["lineage_rewritten"]``), unless ``trust_lineage=True`` and it is a consistent argus
+    view, which then passes through untouched (``docs/adapters.md``, "Boundaries").
 
     The fields are :class:`argus_ir.Argus` settings, checked when set; models load on first use.
 
@@ -90,6 +91,9 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     encoder_batch_size: int = _CORE["encoder_batch_size"]
     batch_size: int = _CORE["batch_size"]
     show_progress: bool = _CORE["show_progress"]
+    trust_lineage: bool = TRUST_LINEAGE
+    """Pass argus views among the inputs through untouched (re-ingesting argus's own output);
+    by default an input's ``argus_*`` keys are replaced and it is indexed as an original."""
 
     _argus: Argus | None = PrivateAttr(default=None)
     _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -153,7 +157,12 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
             show_progress: Override the field for this call.
         """
         records = _records(documents)
-        result = augment_records(self.argus, records, show_progress=kwargs.get("show_progress"))
+        result = augment_records(
+            self.argus,
+            records,
+            show_progress=kwargs.get("show_progress"),
+            trust_lineage=self.trust_lineage,
+        )
         return self._finish(documents, result)
 
     async def atransform_documents(
@@ -163,7 +172,10 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         the event loop stays responsive and a cancellation stops at the next batch."""
         records = _records(documents)
         result = await aaugment_records(
-            self.argus, records, show_progress=kwargs.get("show_progress")
+            self.argus,
+            records,
+            show_progress=kwargs.get("show_progress"),
+            trust_lineage=self.trust_lineage,
         )
         return self._finish(documents, result)
 
@@ -172,11 +184,11 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         for entry in result.entries:
             source = documents[entry.position]
             if entry.view is None:
-                if is_view(source.metadata):  # an argus view given back in: left as it is
+                if entry.position in result.trusted:  # an argus view given back in: as it is
                     out.append(source)
                     continue
                 doc_id = result.ids[entry.position]
-                metadata = {**source.metadata, **original_lineage(doc_id)}
+                metadata = result.metadata[entry.position]
                 out.append(source.model_copy(update={"id": doc_id, "metadata": metadata}))
             else:
                 view = entry.view

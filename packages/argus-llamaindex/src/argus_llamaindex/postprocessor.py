@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, field_validator
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, fold_hits, rank_sources
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, Resolved, rank_sources, resolve_sources
 from argus_llamaindex._scores import SCORES, relevance_of
 
 __all__ = ["ArgusPostprocessor"]
@@ -103,15 +103,16 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         vector_store, docstore = self._stores()
-        steps = self._collapse(nodes, vector_store, docstore)
+        steps = self._resolve(nodes, vector_store)
+        fetched: dict[str, BaseNode] = {}
         try:
             missing = next(steps)
             while True:
-                fetched = _from_vector_store(vector_store, missing)
+                fetched.update(_from_vector_store(vector_store, missing))
                 fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
-                missing = steps.send(fetched)
+                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
         except StopIteration as done:
-            return list(done.value)
+            return _results(done.value, fetched, vector_store, docstore)
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -119,58 +120,63 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         """As :meth:`_postprocess_nodes`, reading originals with the store's async ``aget_nodes``
         (a Qdrant store given only an ``AsyncQdrantClient`` has no synchronous read)."""
         vector_store, docstore = self._stores()
-        steps = self._collapse(nodes, vector_store, docstore)
+        steps = self._resolve(nodes, vector_store)
+        fetched: dict[str, BaseNode] = {}
         try:
             missing = next(steps)
             while True:
-                fetched = await _from_vector_store_async(vector_store, missing)
+                fetched.update(await _from_vector_store_async(vector_store, missing))
                 fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
-                missing = steps.send(fetched)
+                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
         except StopIteration as done:
-            return list(done.value)
+            return _results(done.value, fetched, vector_store, docstore)
 
-    def _collapse(
-        self, nodes: list[NodeWithScore], vector_store: Any, docstore: Any
-    ) -> Generator[list[str], dict[str, BaseNode], list[NodeWithScore]]:
-        """Fold ``nodes``; yields the source ids whose originals it must read, receives what was
-        read, returns the results (one loop for the sync and the async read)."""
+    def _resolve(
+        self, nodes: list[NodeWithScore], vector_store: Any
+    ) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[NodeWithScore]]:
+        """The core's :func:`~argus_ir.collapse.resolve_sources` over the retrieved nodes."""
         relevance = relevance_of(self.scores, vector_store)
-        folded = fold_hits(
+        return resolve_sources(
             nodes,
             id_of=lambda n: n.node.node_id,
             metadata_of=lambda n: n.node.metadata,
             score_of=lambda n: None if n.score is None else relevance(n.score),
             how=self.how,
+            top_k=self.top_k,
             view_discount=self.view_discount,
         )
-        wanted = len(folded) if self.top_k is None else self.top_k
-        out: list[NodeWithScore] = []
-        dropped: list[str] = []
-        start = 0
-        while len(out) < wanted and start < len(folded):
-            # read only as many originals as the results still lack, in ranking order
-            batch = folded[start : start + wanted - len(out)]
-            start += len(batch)
-            missing = [f.source_id for f in batch if f.original is None]
-            fetched = (yield missing) if missing else {}
-            for source in batch:
-                if source.original is not None:
-                    node: BaseNode | None = source.original.node
-                else:
-                    node = fetched.get(source.source_id)
-                if node is None:
-                    dropped.append(source.source_id)
-                else:
-                    out.append(NodeWithScore(node=node, score=source.score))
-        if dropped:
-            logger.warning(
-                "dropped %d source(s) retrieved only through views whose original could not be "
-                "read (deleted, or not in %s): %s",
-                len(dropped),
-                _where(vector_store, docstore),
-                ", ".join(map(repr, dropped)),
-            )
-        return out
+
+
+def _results(
+    resolved: Resolved[NodeWithScore],
+    fetched: Mapping[str, BaseNode],
+    vector_store: Any,
+    docstore: Any,
+) -> list[NodeWithScore]:
+    """Each source's original node with its folded score; refused views and drops are logged."""
+    out = [
+        NodeWithScore(
+            node=f.original.node if f.original is not None else fetched[f.source_id],
+            score=f.score,
+        )
+        for f in resolved.sources
+    ]
+    if resolved.refused:
+        logger.warning(
+            "%d view(s) not folded: their metadata differs from their source's original (a view "
+            "from another scope, or lineage argus did not write): %s",
+            len(resolved.refused),
+            ", ".join(map(repr, resolved.refused)),
+        )
+    if resolved.dropped:
+        logger.warning(
+            "dropped %d source(s) retrieved only through views whose original could not be "
+            "read (deleted, or not in %s): %s",
+            len(resolved.dropped),
+            _where(vector_store, docstore),
+            ", ".join(map(repr, resolved.dropped)),
+        )
+    return out
 
 
 def _where(vector_store: Any, docstore: Any) -> str:

@@ -17,11 +17,11 @@ from pydantic import Field, PrivateAttr, field_serializer, field_validator, mode
 from argus_ir import Argus
 from argus_ir.runners.integration import (
     ARGUS_KEYS,
+    TRUST_LINEAGE,
     AugmentResult,
     Record,
     aaugment_records,
     augment_records,
-    is_view,
     original_lineage,
 )
 from argus_ir.settings import argus_settings, setting_docs
@@ -46,7 +46,9 @@ class ArgusTransform(TransformComponent):
     given without a splitter), the node itself, which its copy then names as its own source too.
     So ``index.delete_ref_doc(doc_id)`` and a pipeline's docstore upsert remove a document (or its
     chunks) with its views, with or without a splitter (see ``docs/llamaindex.md``). At query time
-    add :class:`~argus_llamaindex.ArgusPostprocessor`.
+    add :class:`~argus_llamaindex.ArgusPostprocessor`. Lineage is argus's to write: ``argus_*``
+    keys an input brings are replaced (counted in ``last_stats["lineage_rewritten"]``), unless
+    ``trust_lineage=True`` and it is a consistent argus view, which passes through as it came.
 
     Every setting that changes the output is a public field, including ``probe_checksum`` and
     ``kb_fingerprint`` (filled from the probe and KB files when left empty), so the pipeline's cache
@@ -91,6 +93,12 @@ class ArgusTransform(TransformComponent):
         default=_CORE["encoder_batch_size"], description=_DOCS["encoder_batch_size"]
     )
     batch_size: int = Field(default=_CORE["batch_size"], description=_DOCS["batch_size"])
+    trust_lineage: bool = Field(
+        default=TRUST_LINEAGE,
+        description="Pass argus views among the inputs through as they came (re-ingesting argus's "
+        "own output); by default an input's argus_* metadata keys are replaced and it is indexed "
+        "as an original.",
+    )
     show_progress: bool = Field(
         default=_CORE["show_progress"],
         exclude=True,
@@ -164,13 +172,17 @@ class ArgusTransform(TransformComponent):
         passes its own extra keywords to every transform, not its ``show_progress``.
         """
         show = bool(kwargs.get("show_progress", self.show_progress))
-        result = augment_records(self.argus, _records(nodes), show_progress=show)
+        result = augment_records(
+            self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
+        )
         return self._finish(nodes, result)
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Async :meth:`__call__`: batches run in a worker thread, the event loop stays free."""
         show = bool(kwargs.get("show_progress", self.show_progress))
-        result = await aaugment_records(self.argus, _records(nodes), show_progress=show)
+        result = await aaugment_records(
+            self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
+        )
         return self._finish(nodes, result)
 
     def _finish(self, nodes: Sequence[BaseNode], result: AugmentResult) -> list[BaseNode]:
@@ -179,7 +191,11 @@ class ArgusTransform(TransformComponent):
         for entry in result.entries:
             original = nodes[entry.position]
             if entry.view is None:
-                out.append(_with_lineage(original, result.ids[entry.position]))
+                if entry.position in result.trusted:  # an argus view given back in: as it came
+                    out.append(original)
+                else:
+                    meta = result.metadata[entry.position]
+                    out.append(_with_lineage(original, result.ids[entry.position], meta))
                 continue
             if entry.position in failed:
                 continue
@@ -207,18 +223,17 @@ class ArgusTransform(TransformComponent):
         return out
 
 
-def _with_lineage(node: BaseNode, node_id: str) -> BaseNode:
-    """A copy of an original with its lineage keys (kept out of its embedding and LLM text).
+def _with_lineage(node: BaseNode, node_id: str, metadata: dict[str, Any]) -> BaseNode:
+    """A copy of an original with ``metadata``, its own keys and its lineage (kept out of its
+    embedding and LLM text; any ``argus_*`` keys it brought are already replaced).
 
     A node without a ``SOURCE`` relationship (a document given straight to the transform) becomes
     its own source, so stores record its ``ref_doc_id`` and ``delete_ref_doc`` removes it with the
-    views that name it. An argus view given as input is returned as it came.
+    views that name it.
     """
-    if is_view(node.metadata):
-        return node
     lineage = original_lineage(node_id)
     copy = node.model_copy(deep=True)
-    copy.metadata.update(lineage)
+    copy.metadata = dict(metadata)
     copy.excluded_embed_metadata_keys = _merge(copy.excluded_embed_metadata_keys, list(lineage))
     copy.excluded_llm_metadata_keys = _merge(copy.excluded_llm_metadata_keys, list(lineage))
     if NodeRelationship.SOURCE not in copy.relationships:

@@ -5,8 +5,16 @@ The LangChain, Haystack and LlamaIndex packages convert their documents to :clas
 Every rule about *which* documents get views and *what* a view carries lives here, once:
 
 - every input comes out, first and untouched, followed by its views;
-- a record without text (``None``), with blank text, or that is itself an argus view passes
-  through without views, and is listed in :attr:`AugmentResult.skipped` with the reason;
+- lineage is argus's to write: an input's own ``argus_*`` keys are not trusted. By default every
+  input is an original: the keys it brought are replaced by an original's lineage (its id as its
+  source) and it is diagnosed like any other document; the ids are listed in
+  :attr:`AugmentResult.rewritten`. Only with ``trust_lineage=True`` (re-ingesting argus's own
+  output) does an input that is a *consistent* argus view (:func:`is_genuine_view`: its id is the
+  UUID of its view key, and the key names its source) pass through untouched; an inconsistent one
+  is still rewritten. So a document naming another's id as its source cannot fold into that
+  document, and a user's own key that merely looks like argus's never hides a document;
+- a record without text (``None``), with blank text, or a trusted argus view passes through
+  without views, and is listed in :attr:`AugmentResult.skipped` with the reason;
 - a repeated id passes through again, without views (its first occurrence has them);
 - a view inherits its original's metadata (so metadata filters keep matching it) plus the argus
   lineage keys (:data:`ARGUS_KEYS`), which are short: ids, a rounded score, a kind; never a KB
@@ -21,26 +29,37 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY
+from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
 from argus_ir.remedy import ORIGINAL, RemedyStats, View
+from argus_ir.remedy.texts import VIEW_ID, view_id
 
 if TYPE_CHECKING:
     from argus_ir.pipeline import Argus
 
+logger = logging.getLogger(__name__)
+
+TRUST_LINEAGE = False
+"""The adapters' default for ``trust_lineage``: lineage keys on input are not trusted."""
+
 __all__ = [
     "ARGUS_KEYS",
+    "TRUST_LINEAGE",
     "AugmentResult",
     "Entry",
     "Record",
     "aaugment_records",
     "augment_records",
     "content_id",
+    "has_lineage",
+    "is_genuine_view",
     "is_view",
     "original_lineage",
+    "original_metadata",
     "view_metadata",
 ]
 
@@ -83,12 +102,21 @@ class AugmentResult:
         ids: The id of each input record (its own, or the :func:`content_id` it was given).
         stats: Remedy statistics; ``stats.failures`` names the documents whose views failed.
         skipped: ``(id, reason)`` for inputs that were passed through without diagnosis.
+        rewritten: Ids of inputs that came with ``argus_*`` lineage keys argus did not trust:
+            they come out as originals, their keys replaced (see the module).
+        trusted: Positions of the inputs passed through untouched as argus views
+            (``trust_lineage=True`` and consistent lineage).
+        metadata: Each input's metadata as it must come out: a trusted view's as it came, any
+            other's with its ``argus_*`` keys replaced by an original's lineage.
     """
 
     entries: list[Entry]
     ids: list[str]
     stats: RemedyStats
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)
+    trusted: frozenset[int] = frozenset()
+    metadata: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed_positions(self) -> list[int]:
@@ -103,6 +131,7 @@ class AugmentResult:
         """JSON-ready stats: the remedy's, plus the skipped inputs."""
         out = self.stats.to_dict()
         out["skipped"] = [list(s) for s in self.skipped]
+        out["lineage_rewritten"] = list(self.rewritten)
         return out
 
 
@@ -118,10 +147,42 @@ def is_view(metadata: Mapping[str, Any] | None) -> bool:
     return kind is not None and kind != ORIGINAL
 
 
+def is_genuine_view(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a record is a view as argus writes one: it is marked as a view, its
+    ``argus_view_key`` is ``<its argus_source_id>#argus-<16 hex>`` and its id is that key's UUID.
+
+    This tells argus's own output from a user's key that merely looks like argus's, or from a
+    careless hand-written lineage; it is not a signature (anyone can compute the UUID), which is
+    why trusting input lineage is an opt-in (``trust_lineage``).
+    """
+    meta = metadata or {}
+    if not is_view(meta) or doc_id is None:
+        return False
+    key, source = meta.get(VIEW_NAME_KEY), meta.get(SOURCE_KEY)
+    if not isinstance(key, str) or not isinstance(source, str) or not source:
+        return False
+    if not key.startswith(f"{source}#argus-") or VIEW_ID.fullmatch(key) is None:
+        return False
+    return str(doc_id) == view_id(key)
+
+
+def has_lineage(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether metadata carries any of argus's lineage keys."""
+    return any(k in ARGUS_KEYS for k in metadata or {})
+
+
 def original_lineage(doc_id: str) -> dict[str, str]:
     """The lineage an original carries in a framework's store: its own id as its source, so views
     fold into it however the store reports or re-keys ids."""
     return {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL}
+
+
+def original_metadata(metadata: Mapping[str, Any] | None, doc_id: str) -> dict[str, Any]:
+    """An original's metadata as argus writes it out: its own keys, any ``argus_*`` keys it came
+    with dropped, and an original's lineage (:func:`original_lineage`)."""
+    out = {k: v for k, v in (metadata or {}).items() if k not in ARGUS_KEYS}
+    out.update(original_lineage(doc_id))
+    return out
 
 
 def view_metadata(original: Mapping[str, Any], view: View) -> dict[str, Any]:
@@ -131,15 +192,52 @@ def view_metadata(original: Mapping[str, Any], view: View) -> dict[str, Any]:
     return out
 
 
-def _select(records: Sequence[Record]) -> tuple[list[str], list[int], list[tuple[str, str]]]:
+@dataclass
+class _Selection:
+    ids: list[str]
+    todo: list[int]
+    skipped: list[tuple[str, str]]
+    rewritten: list[str]
+    trusted: frozenset[int]
+
+    def result(
+        self, records: Sequence[Record], done: Iterable[list[View]], stats: RemedyStats
+    ) -> AugmentResult:
+        metadata = [
+            dict(r.metadata) if pos in self.trusted else original_metadata(r.metadata, doc_id)
+            for pos, (doc_id, r) in enumerate(zip(self.ids, records))
+        ]
+        return AugmentResult(
+            _entries(records, self.ids, self.todo, done),
+            self.ids,
+            stats,
+            self.skipped,
+            self.rewritten,
+            self.trusted,
+            metadata,
+        )
+
+
+def _own_original(metadata: Mapping[str, Any], doc_id: str) -> bool:
+    """Whether the only lineage a record brings is the one argus would give it anyway."""
+    return {k: v for k, v in metadata.items() if k in ARGUS_KEYS} == original_lineage(doc_id)
+
+
+def _select(records: Sequence[Record], trust_lineage: bool) -> _Selection:
     ids = [r.id if r.id is not None else content_id(r.text) for r in records]
     todo: list[int] = []
     skipped: list[tuple[str, str]] = []
+    rewritten: list[str] = []
+    trusted: set[int] = set()
     seen: set[str] = set()
     for pos, (doc_id, record) in enumerate(zip(ids, records)):
-        if is_view(record.metadata):
+        if trust_lineage and is_genuine_view(record.id, record.metadata):
+            trusted.add(pos)
             skipped.append((doc_id, "already an argus view"))
-        elif record.text is None:
+            continue
+        if has_lineage(record.metadata) and not _own_original(record.metadata, doc_id):
+            rewritten.append(doc_id)
+        if record.text is None:
             skipped.append((doc_id, "no text content"))
         elif not isinstance(record.text, str):
             skipped.append((doc_id, f"text is {type(record.text).__name__}, not str"))
@@ -150,7 +248,15 @@ def _select(records: Sequence[Record]) -> tuple[list[str], list[int], list[tuple
         else:
             seen.add(doc_id)
             todo.append(pos)
-    return ids, todo, skipped
+    if rewritten:
+        logger.warning(
+            "%d input(s) came with argus lineage keys argus did not write (or was not told to "
+            "trust: trust_lineage=True re-ingests argus's own output); they are indexed as "
+            "originals, their argus_* keys replaced (first: %r)",
+            len(rewritten),
+            rewritten[0],
+        )
+    return _Selection(ids, todo, skipped, rewritten, frozenset(trusted))
 
 
 def _entries(
@@ -177,6 +283,7 @@ def augment_records(
     records: Sequence[Record],
     *,
     show_progress: bool | None = None,
+    trust_lineage: bool = TRUST_LINEAGE,
 ) -> AugmentResult:
     """Diagnose and augment framework records with an :class:`~argus_ir.pipeline.Argus`.
 
@@ -184,12 +291,15 @@ def augment_records(
         argus: The configured facade (its models load on first use).
         records: The inputs, in order.
         show_progress: A progress bar over documents (``None``: the facade's setting).
+        trust_lineage: Pass consistent argus views among the inputs through untouched (for
+            re-ingesting argus's own output); otherwise every input is an original (the module
+            says why).
     """
-    ids, todo, skipped = _select(records)
+    sel = _select(records, trust_lineage)
     stats = RemedyStats()
-    docs = [(ids[p], records[p].text) for p in todo]
+    docs = [(sel.ids[p], records[p].text) for p in sel.todo]
     done = [views for _, views in argus.process(docs, stats=stats, show_progress=show_progress)]
-    return AugmentResult(_entries(records, ids, todo, done), ids, stats, skipped)
+    return sel.result(records, done, stats)
 
 
 async def aaugment_records(
@@ -197,6 +307,7 @@ async def aaugment_records(
     records: Sequence[Record],
     *,
     show_progress: bool | None = None,
+    trust_lineage: bool = TRUST_LINEAGE,
 ) -> AugmentResult:
     """:func:`augment_records` without blocking the event loop.
 
@@ -205,7 +316,8 @@ async def aaugment_records(
     """
     from tqdm.auto import tqdm
 
-    ids, todo, skipped = _select(records)
+    sel = _select(records, trust_lineage)
+    ids, todo = sel.ids, sel.todo
     stats = RemedyStats()
     done: list[list[View]] = []
     show = argus.show_progress if show_progress is None else show_progress
@@ -220,4 +332,4 @@ async def aaugment_records(
             chunk = todo[start : start + step]
             done.extend(await asyncio.to_thread(run, chunk))
             bar.update(len(chunk))
-    return AugmentResult(_entries(records, ids, todo, done), ids, stats, skipped)
+    return sel.result(records, done, stats)

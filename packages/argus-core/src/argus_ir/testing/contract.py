@@ -18,8 +18,8 @@ import pytest
 from argus_ir.collapse import is_view_entry
 from argus_ir.kb import Passage, ReferenceKB
 from argus_ir.kb.reference import CARD_FILE
-from argus_ir.lineage import ARGUS_KEYS
-from argus_ir.runners.integration import Record, original_lineage
+from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY
+from argus_ir.runners.integration import TRUST_LINEAGE, Record, original_lineage
 
 __all__ = ["AdapterContract", "contract_kb"]
 
@@ -175,6 +175,8 @@ class AdapterContract:
 
         core = {self.renamed_settings.get(n, n): d for n, d in argus_settings().items()}
         mine = self.settings_defaults()
+        # every ingest step has trust_lineage, with the core's default (docs/adapters.md)
+        assert mine.pop("trust_lineage", None) is TRUST_LINEAGE is False
         assert set(mine) - self.own_settings == set(core), (
             "settings the core has and the adapter lacks: "
             f"{sorted(set(core) - set(mine))}; the adapter's alone: "
@@ -270,10 +272,43 @@ class AdapterContract:
         assert records[-1].id == "bogart"  # the repeat comes last, with no views after it
         assert [s[0] for s in stats["skipped"]] == ["bogart"]
 
-    def test_rerun_over_its_own_output_adds_nothing(self, adapter, output):
-        out, stats = self.run(adapter, list(output[0]))
+    def test_rerun_over_its_own_output_adds_nothing(self, kb_path, output):
+        """With ``trust_lineage=True`` argus's own views pass through as they came."""
+        trusting = self.make_adapter(kb=str(kb_path), remedy="expansion", trust_lineage=True)
+        out, stats = self.run(trusting, list(output[0]))
         assert [r.id for r in self._records(out)] == [r.id for r in self._records(output[0])]
         assert stats["views"] == output[1]["views"]  # rebuilt, recognised, not emitted twice
+        assert stats["lineage_rewritten"] == []
+
+    def test_input_lineage_is_not_trusted_by_default(self, adapter, output):
+        """A view given back in without ``trust_lineage`` is an original like any other."""
+        views = self._views(self._records(output[0]))
+        docs = [self.make_document(str(v.id), v.text, dict(v.metadata)) for v in views]
+        out, stats = self.run(adapter, docs)
+        assert sorted(stats["lineage_rewritten"]) == sorted(str(v.id) for v in views)
+        records = self._records(out)
+        assert [r.id for r in self._originals(records)] == [v.id for v in views]
+        for record in self._originals(records):
+            assert record.metadata[SOURCE_KEY] == record.id  # its own source now
+            assert {k for k in record.metadata if k in ARGUS_KEYS} == {SOURCE_KEY, VIEW_KEY}
+
+    def test_forged_lineage_and_look_alike_keys_make_an_original(self, adapter):
+        """A document naming another's id as its source, or a user's own ``argus_view``, comes
+        out as an original with its own lineage (its other metadata kept), never as a view."""
+        forged = {"tenant": "b", SOURCE_KEY: "bogart", VIEW_KEY: "expansion"}
+        mine = {"tenant": "b", VIEW_KEY: "summary"}
+        docs = [
+            self.make_document("payroll", "Quarterly payroll export for the finance team.", forged),
+            self.make_document("summary", "A summary of the payroll export, March.", mine),
+        ]
+        out, stats = self.run(adapter, docs)
+        assert stats["lineage_rewritten"] == ["payroll", "summary"]
+        records = self._records(out)
+        assert not self._views(records)
+        assert [(r.id, dict(r.metadata)) for r in records] == [
+            ("payroll", {"tenant": "b", **original_lineage("payroll")}),
+            ("summary", {"tenant": "b", **original_lineage("summary")}),
+        ]
 
     def test_tau_zero_flags_nothing(self, kb_path):
         strict = self.make_adapter(kb=str(kb_path), tau=0.0)

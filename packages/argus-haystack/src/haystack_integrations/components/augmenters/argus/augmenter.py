@@ -9,12 +9,11 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from argus_ir import Argus
 from argus_ir.runners.integration import (
+    TRUST_LINEAGE,
     AugmentResult,
     Record,
     aaugment_records,
     augment_records,
-    is_view,
-    original_lineage,
 )
 from argus_ir.settings import argus_settings
 from haystack_integrations.components.augmenters.argus.kb import (
@@ -40,8 +39,10 @@ class ArgusAugmenter:
     ``"original"``), followed by its views (new documents whose ``meta["argus_source_id"]`` names
     their source). Folding then reads lineage, never how a store reports ids. The lineage keys are
     not embedded (``SentenceTransformersDocumentEmbedder`` embeds only the meta fields you name).
-    Documents without text pass through with their lineage and no views; an input that is itself
-    an argus view passes through as it came. A document whose views could not be built is still
+    Documents without text pass through with their lineage and no views. Lineage is argus's to
+    write: ``argus_*`` meta keys an input brings are replaced (it is an original like any other,
+    counted in ``stats["lineage_rewritten"]``), unless ``trust_lineage=True`` and it is a
+    consistent argus view, which then passes through as it came. A document whose views could not be built is still
     passed through and also listed in ``failed_documents`` (a copy whose meta holds
     ``argus_error``). ``stats`` counts what was done. At query time, put :class:`ArgusCollapser`
     after the retriever; to replace or delete a document with its views, see
@@ -81,6 +82,7 @@ class ArgusAugmenter:
         encoder_batch_size: int = _CORE["encoder_batch_size"],
         batch_size: int = _CORE["batch_size"],
         progress_bar: bool = True,
+        trust_lineage: bool = TRUST_LINEAGE,
     ) -> None:
         """Create the component.
 
@@ -120,6 +122,9 @@ class ArgusAugmenter:
         :param encoder_batch_size: Windows per retriever forward pass.
         :param batch_size: Documents per batch.
         :param progress_bar: Show a progress bar over documents.
+        :param trust_lineage: Pass argus views among the inputs through as they came (re-ingesting
+            argus's own output); by default an input's ``argus_*`` meta keys are replaced and it
+            is indexed as an original.
         """
         self.retriever = retriever
         self.probe = probe
@@ -143,6 +148,7 @@ class ArgusAugmenter:
         self.encoder_batch_size = encoder_batch_size
         self.batch_size = batch_size
         self.progress_bar = progress_bar
+        self.trust_lineage = trust_lineage
         self._argus = Argus(**self._settings())  # checks the settings now; loads nothing
         self._warm = False
 
@@ -183,6 +189,7 @@ class ArgusAugmenter:
         settings["progress_bar"] = settings.pop("show_progress")
         settings["kb"] = kb_to_dict(self.kb)
         settings["kb_fingerprint"] = self.kb_fingerprint
+        settings["trust_lineage"] = self.trust_lineage
         return default_to_dict(self, **settings)
 
     @classmethod
@@ -204,7 +211,10 @@ class ArgusAugmenter:
             ``failed_documents`` (originals whose views could not be built) and ``stats``.
         """
         self.warm_up()
-        return self._finish(documents, augment_records(self._argus, _records(documents)))
+        return self._finish(
+            documents,
+            augment_records(self._argus, _records(documents), trust_lineage=self.trust_lineage),
+        )
 
     @component.output_types(
         documents=list[Document], failed_documents=list[Document], stats=dict[str, Any]
@@ -216,7 +226,9 @@ class ArgusAugmenter:
         :returns: As :meth:`run`.
         """
         self.warm_up()
-        result = await aaugment_records(self._argus, _records(documents))
+        result = await aaugment_records(
+            self._argus, _records(documents), trust_lineage=self.trust_lineage
+        )
         return self._finish(documents, result)
 
     def _finish(self, documents: list[Document], result: AugmentResult) -> dict[str, Any]:
@@ -224,9 +236,9 @@ class ArgusAugmenter:
         for entry in result.entries:
             if entry.view is None:
                 doc = documents[entry.position]
-                out.append(
-                    doc if is_view(doc.meta) else _with_lineage(doc, result.ids[entry.position])
-                )
+                if entry.position not in result.trusted:  # lineage is argus's to write
+                    doc = replace(doc, meta=result.metadata[entry.position])
+                out.append(doc)
             else:
                 view = entry.view
                 out.append(Document(id=view.id, content=view.text, meta=view.metadata))
@@ -241,11 +253,6 @@ class ArgusAugmenter:
                 reason=reasons[result.ids[pos]],
             )
         return {"documents": out, "failed_documents": failed, "stats": result.stats_dict()}
-
-
-def _with_lineage(doc: Document, doc_id: str) -> Document:
-    """A copy of an original whose meta names it as its own source."""
-    return replace(doc, meta={**doc.meta, **original_lineage(doc_id)})
 
 
 def _records(documents: list[Document]) -> list[Record]:

@@ -1,9 +1,11 @@
 """What a retriever's ``Document.score`` means, read from the store behind it.
 
-Collapse ranks higher-is-better. Most Haystack stores score by similarity; chroma-haystack puts
-Chroma's raw *distance* in ``Document.score`` for every metric (lower is better). The collapser
-turns each score into a relevance before folding, so the view discount is taken on one scale:
-cosine similarity for unit-length embeddings, under each of Chroma's three spaces.
+Collapse ranks higher-is-better. Stores differ: chroma-haystack puts Chroma's raw *distance* in
+``Document.score`` for every metric (lower is better); pgvector-haystack gives a similarity for
+``cosine_similarity`` and ``inner_product`` but the plain Euclidean *distance* for
+``l2_distance``; Qdrant and the in-memory store give similarities. The collapser turns each score
+into a relevance before folding, so the view discount is taken on one scale: cosine similarity
+for unit-length embeddings.
 """
 
 from __future__ import annotations
@@ -27,6 +29,23 @@ def _same(score: float) -> float:
 
 def _one_minus(score: float) -> float:
     return 1.0 - score
+
+
+def _from_l2(score: float) -> float:
+    """The cosine of two unit vectors at plain Euclidean distance ``score`` (d² = 2 - 2 cos)."""
+    return 1.0 - score * score / 2.0
+
+
+# pgvector-haystack's vector_function -> its score turned into the cosine of unit vectors
+_PGVECTOR: dict[str, Callable[[float], float]] = {
+    "cosine_similarity": _same,
+    "inner_product": _same,
+    "l2_distance": _from_l2,
+}
+
+
+def _is_pgvector(store: Any) -> bool:
+    return type(store).__name__ == "PgvectorDocumentStore"
 
 
 def _chroma_space(store: Any) -> str | None:
@@ -57,16 +76,28 @@ def relevance_of(scores: str, store: Any) -> Callable[[float], float]:
 
     Args:
         scores: ``"similarity"`` (kept as they are), ``"distance"`` (the store's metric when it
-            is a Chroma store, else ``1 - score``) or ``"auto"`` (a Chroma store's distances by
-            its space; any other store, or none, gives similarities).
+            is a Chroma or pgvector store, else ``1 - score``) or ``"auto"`` (a Chroma store's
+            distances by its space, a pgvector store's scores by its ``vector_function``:
+            ``l2_distance`` gives ``1 - d²/2``, the others are similarities; any other store, or
+            none, gives similarities).
         store: The collapser's document store, or ``None``.
 
     Raises:
         ValueError: A Chroma store whose space is not ``cosine``, ``l2`` or ``ip`` under
-            ``"auto"``: its scores cannot be read, so ``scores`` must be set.
+            ``"auto"``, or a pgvector store of an unknown ``vector_function``: its scores cannot
+            be read, so ``scores`` must be set.
     """
     if scores == "similarity":
         return _same
+    if store is not None and _is_pgvector(store):
+        function = str(getattr(store, "vector_function", ""))
+        if function in _PGVECTOR:
+            return _PGVECTOR[function]
+        raise ValueError(
+            f"cannot tell what the scores of PgvectorDocumentStore(vector_function={function!r}) "
+            f"mean (known: {sorted(_PGVECTOR)}); set ArgusCollapser(scores='similarity') or "
+            "scores='distance'"
+        )
     chroma = store is not None and _is_chroma(store)
     if not chroma:
         return _one_minus if scores == "distance" else _same

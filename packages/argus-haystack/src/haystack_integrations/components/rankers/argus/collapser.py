@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DocumentStore
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, SourceHits, fold_hits, rank_sources
+from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, Resolved, rank_sources, resolve_sources
 from argus_ir.errors import ArgusInputError
 from haystack_integrations.components.rankers.argus._scores import SCORES, relevance_of
 from haystack_integrations.components.rankers.argus._stores import aread, read, twin_store
@@ -39,8 +39,14 @@ class ArgusCollapser:
     one client only.
 
     Scores are read as relevance, higher is better: ``scores="auto"`` turns a Chroma store's
-    distances into relevance (cosine similarity for unit-length embeddings) and keeps any other
-    store's scores; the results carry the folded relevance.
+    distances, and a pgvector store's ``l2_distance``, into relevance (cosine similarity for
+    unit-length embeddings) and keeps any other store's scores; the results carry the folded
+    relevance.
+
+    Boundaries: a view folds into its source only when the source's original carries the view's
+    meta (lineage keys aside), so a view that passed the retriever's filters never brings in a
+    document those filters exclude; a view that fails the test is not folded and is logged
+    (``docs/adapters.md``, "Boundaries").
 
     Usage:
         >>> from haystack_integrations.components.rankers.argus import ArgusCollapser
@@ -67,10 +73,13 @@ class ArgusCollapser:
             under ``scores="auto"``, what the retriever's scores mean). In a pipeline, a
             component's store of the same class and settings is used in its place.
         :param scores: What ``Document.score`` is: ``"similarity"`` (higher is better, kept),
-            ``"distance"`` (lower is better: a Chroma store's by its space, any other
-            ``1 - score``) or ``"auto"`` (a Chroma ``document_store`` gives distances by its
-            space, ``cosine``: ``1 - d``, ``l2``: ``1 - d/2``, ``ip``: ``1 - d``; any other store,
-            or none, gives similarities).
+            ``"distance"`` (lower is better: a Chroma store's by its space, a pgvector store's
+            ``l2_distance`` as ``1 - d²/2``, any other ``1 - score``) or ``"auto"`` (a Chroma
+            ``document_store`` gives distances by its space, ``cosine``: ``1 - d``, ``l2``:
+            ``1 - d/2``, ``ip``: ``1 - d``; a pgvector store gives similarities for
+            ``cosine_similarity`` and ``inner_product`` and a plain Euclidean distance for
+            ``l2_distance``, read as ``1 - d²/2``; any other store, or none, gives
+            similarities).
         :raises ValueError: An unknown ``how`` or ``scores``, ``top_k`` below 1, a negative or
             non-finite ``view_discount`` (:class:`argus_ir.errors.ArgusInputError`), or
             ``scores="auto"`` with a Chroma store of an unknown space (say what its scores are).
@@ -117,11 +126,15 @@ class ArgusCollapser:
         :raises ValueError: ``scores="auto"`` and a Chroma store of an unknown space.
         """
         self._share_store()
-        folded, k = self._fold(documents, top_k)
-        out: list[Document] = []
-        for chunk in _chunks(folded, k, out):
-            out += self._results(chunk, self._fetch(_missing(chunk)))
-        return {"documents": out}
+        steps = self._resolve(documents, top_k)
+        fetched: dict[str, Document] = {}
+        try:
+            missing = next(steps)
+            while True:
+                fetched.update(self._fetch(missing))
+                missing = steps.send({i: fetched[i].meta for i in missing if i in fetched})
+        except StopIteration as done:
+            return {"documents": self._results(done.value, fetched)}
 
     @component.output_types(documents=list[Document])
     async def run_async(
@@ -134,11 +147,15 @@ class ArgusCollapser:
         :returns: As :meth:`run`.
         """
         self._share_store()
-        folded, k = self._fold(documents, top_k)
-        out: list[Document] = []
-        for chunk in _chunks(folded, k, out):
-            out += self._results(chunk, await self._fetch_async(_missing(chunk)))
-        return {"documents": out}
+        steps = self._resolve(documents, top_k)
+        fetched: dict[str, Document] = {}
+        try:
+            missing = next(steps)
+            while True:
+                fetched.update(await self._fetch_async(missing))
+                missing = steps.send({i: fetched[i].meta for i in missing if i in fetched})
+        except StopIteration as done:
+            return {"documents": self._results(done.value, fetched)}
 
     def _share_store(self) -> None:
         """Use the pipeline's live store in place of this component's copy of it, once."""
@@ -154,45 +171,48 @@ class ArgusCollapser:
             self.document_store = twin
 
     def _results(
-        self, folded: list[SourceHits[Document]], fetched: dict[str, Document]
+        self, resolved: Resolved[Document], fetched: dict[str, Document]
     ) -> list[Document]:
-        """One document per source; a source whose original the store lacks is dropped."""
+        """One document per source, with its folded score; refused views and drops are logged."""
         out = []
-        dropped = []
-        for f in folded:
-            doc = f.original or fetched.get(f.source_id)
-            if doc is None and self.document_store is not None:
-                dropped.append(f.source_id)
-                continue
-            doc = doc or f.best
+        for f in resolved.sources:
+            doc = f.original or fetched.get(f.source_id) or f.best  # a view only without a store
             out.append(doc if f.score is None else replace(doc, score=f.score))
-        if dropped:
+        if resolved.refused:
+            logger.warning(
+                "%d view(s) not folded: their meta differs from their source's original (a view "
+                "from another scope, or lineage argus did not write): %s",
+                len(resolved.refused),
+                resolved.refused,
+            )
+        if resolved.dropped:
             logger.warning(
                 "dropped %d source(s) retrieved only through views whose original %s does not "
                 "return (deleted? delete its views with delete_sources): %s",
-                len(dropped),
+                len(resolved.dropped),
                 type(self.document_store).__name__,
-                dropped,
+                resolved.dropped,
             )
         return out
 
-    def _fold(
+    def _resolve(
         self, documents: list[Document], top_k: int | None
-    ) -> tuple[list[SourceHits[Document]], int | None]:
-        """Every source, ranked (sources may be dropped later, so ``top_k`` is applied then)."""
+    ) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[Document]]:
+        """The core's :func:`~argus_ir.collapse.resolve_sources` over the retrieved documents."""
         k = self.top_k if top_k is None else top_k
         if k is not None and k < 0:
             raise ArgusInputError(f"top_k must be >= 0, got {k}")
         relevance = relevance_of(self.scores, self.document_store)
-        folded = fold_hits(
+        return resolve_sources(
             documents,
             id_of=lambda d: d.id,
             metadata_of=lambda d: d.meta,
             score_of=lambda d: None if d.score is None else relevance(d.score),
             how=self.how,
+            top_k=k,
             view_discount=self.view_discount,
+            keep_orphans=self.document_store is None,
         )
-        return folded, k
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
         """Read originals by id, with the filters the store accepts."""
@@ -209,18 +229,3 @@ class ArgusCollapser:
 
 def _first(found: dict[str, list[Document]]) -> dict[str, Document]:
     return {doc_id: docs[0] for doc_id, docs in found.items()}
-
-
-def _chunks(
-    folded: list[SourceHits[Document]], top_k: int | None, out: list[Document]
-) -> Iterator[list[SourceHits[Document]]]:
-    """The ranked sources in slices just large enough to fill ``out`` up to ``top_k``."""
-    start = 0
-    while start < len(folded) and (top_k is None or len(out) < top_k):
-        end = len(folded) if top_k is None else start + top_k - len(out)
-        yield folded[start:end]
-        start = end
-
-
-def _missing(folded: list[SourceHits[Document]]) -> list[str]:
-    return [f.source_id for f in folded if f.original is None]
