@@ -43,6 +43,8 @@ ADAPTER_TEST_DEPS = (
     "langchain-postgres==0.0.19",
     "pgvector-haystack==8.1.2",
     "llama-index-vector-stores-postgres==0.9.0",
+    # LanceDB through langchain-community: its relevance scale and the fetch hook are tested
+    "lancedb==0.40.0",
     # LangChain's standard retriever tests, run against ArgusRetriever
     "langchain-tests==1.1.9",
 )

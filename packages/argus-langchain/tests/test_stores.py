@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -213,6 +214,17 @@ def _pg_async(store: Any) -> VectorStore:
     )
 
 
+def pgvector_originals(store: Any) -> Callable[[list[str]], list[Document]]:
+    """The fetch hook of docs/langchain.md for langchain-postgres: originals by
+    ``argus_source_id``, through a filtered search (PGVector has no fetch by metadata alone)."""
+
+    def fetch(source_ids: list[str]) -> list[Document]:
+        where = {"$and": [{SOURCE_KEY: {"$in": source_ids}}, {VIEW_KEY: {"$eq": "original"}}]}
+        return store.similarity_search("", k=len(source_ids), filter=where)
+
+    return fetch
+
+
 def _pg_connect(store: Any) -> Any:
     import psycopg
 
@@ -280,7 +292,7 @@ KINDS = {
         lambda store, path: store._engine.dispose(),
         DEFAULT_VIEW_DISCOUNT,
         lambda r: r,
-        None,
+        pgvector_originals,
         upserts=True,
     ),
 }
@@ -616,7 +628,7 @@ def test_defect_3_qdrant_hits_without_ids_fold_by_lineage(tmp_path, embeddings, 
         kind.close(store, tmp_path)
 
 
-@pytest.mark.parametrize("name", ["chroma", "qdrant"])
+@pytest.mark.parametrize("name", ["chroma", "qdrant", "pgvector"])
 def test_defect_8_index_with_a_record_manager_folds_original_and_view(
     name, tmp_path, embeddings, augmented, queries, caplog
 ):
@@ -719,3 +731,106 @@ def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(
         vectorstore=opened, k=1, search_kwargs={"filter": kind.tenant("b")}
     ).invoke(SUMMARY)
     assert [d.page_content for d in summary] == [SUMMARY]  # a look-alike key hides nothing
+
+
+def test_defect_7_pgvector_ids_are_one_namespace_across_collections(
+    tmp_path, embeddings, augmented
+):
+    """Issue 47, 7 (langchain-postgres, as docs/langchain.md says): ``PGVector`` keys rows by id
+    across every collection of its database: the same argus output written to a second
+    collection updates the first collection's rows in place and the second stays empty. One
+    database per collection keeps both."""
+    from langchain_postgres import PGVector
+
+    def collection(url: str, name: str) -> Any:
+        return PGVector(embeddings=embeddings, collection_name=name, connection=url, use_jsonb=True)
+
+    shared = _pg_url(tmp_path / "shared")
+    first, second = collection(shared, "first"), collection(shared, "second")
+    apart = [collection(_pg_url(tmp_path / name), name) for name in ("one", "two")]
+    try:
+        first.add_documents(augmented)
+        second.add_documents(augmented)
+        assert len(_pg_contents(first)[0]) == len(augmented)
+        assert len(_pg_contents(second)[0]) == 0  # upstream: the rows stayed in "first"
+        assert second.similarity_search(SCENARIO.query, k=3) == []
+        for store in apart:
+            store.add_documents(augmented)
+        assert [len(_pg_contents(s)[0]) for s in apart] == [len(augmented)] * 2
+    finally:
+        for store in (first, second, *apart):
+            store._engine.dispose()
+
+
+def lancedb_originals(store: Any) -> Callable[[list[str]], list[Document]]:
+    """The fetch hook of docs/langchain.md for langchain-community's LanceDB (no get_by_ids)."""
+
+    def fetch(source_ids: list[str]) -> list[Document]:
+        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in source_ids)
+        rows = (
+            store.get_table()
+            .search()
+            .where(f"metadata.argus_source_id IN ({quoted}) AND metadata.argus_view = 'original'")
+            .select(["id", "text", "metadata"])
+            .to_list()
+        )
+        return [Document(page_content=r["text"], metadata=r["metadata"], id=r["id"]) for r in rows]
+
+    return fetch
+
+
+@pytest.mark.filterwarnings("ignore:`langchain-community` is being sunset")
+@pytest.mark.parametrize(
+    ("distance", "metrics", "slope"),
+    [("cosine", None, 2.0), ("cosine", "cosine", 1.0), ("l2", None, math.sqrt(2))],
+)
+def test_defect_5_lancedb_scores_and_originals(
+    distance, metrics, slope, tmp_path, embeddings, augmented, queries
+):
+    """Issue 47, 5 (LanceDB through LangChain): its relevance is 2·cos − 1 with
+    ``distance="cosine"`` and the table's L2 metric, cos with ``metrics="cosine"``; the slope
+    argus reads matches the scores the store returns; it has no get_by_ids, so the retriever is
+    refused without a fetch hook, and with the documented hook every query ranks as the cosine
+    reference (hits come back with ``id=None``: they fold by lineage, and the retriever gives
+    each original its source id)."""
+    from langchain_community.vectorstores import LanceDB
+
+    from langchain_argus._scores import relevance_per_cosine
+
+    store = LanceDB(
+        uri=str(tmp_path / "lance"), embedding=embeddings, distance=distance, table_name="argus"
+    )
+    store.add_documents(augmented)  # one batch: LanceDB fixes its metadata schema on the first
+    search = {"metrics": metrics} if metrics else {}
+    assert relevance_per_cosine(store, search) == pytest.approx(slope)
+    hits = store.similarity_search_with_relevance_scores(SCENARIO.query, k=6, **search)
+    q = np.asarray(embeddings.embed_query(SCENARIO.query))
+    cos = [float(np.dot(q, embeddings.embed_query(d.page_content))) for d, _ in hits]
+    rel = [r for _, r in hits]
+    assert all(d.id is None for d, _ in hits)  # upstream: no id on what it returns
+    fitted = np.polyfit(cos, rel, 1)[0]  # relevance = a + b·cos, b read off the store
+    assert fitted == pytest.approx(slope, abs=1e-3)
+
+    with pytest.raises(ValueError, match="LanceDB cannot read documents by id.*fetch_originals"):
+        ArgusRetriever(vectorstore=store, k=3, search_kwargs=search)
+    table = store.get_table().to_arrow().to_pylist()
+    ids = [r["id"] for r in table]
+    vectors = [r["vector"] for r in table]
+    metadatas = [r["metadata"] for r in table]
+    for fetch_k in (len(ids), 3):
+        retriever = ArgusRetriever(
+            vectorstore=store,
+            k=3,
+            fetch_k=fetch_k,
+            search_kwargs=search,
+            fetch_originals=lancedb_originals(store),
+        )
+        for query in queries:
+            found = retriever.invoke(query)
+            if fetch_k == len(ids):
+                want = cosine_reference(
+                    ids, vectors, metadatas, embeddings.embed_query(query), top_k=3
+                )
+                assert [_source(d) for d in found] == [s for s, _, _ in want], query
+            assert all(d.metadata[VIEW_KEY] == "original" for d in found), query
+            assert [d.id for d in found] == [_source(d) for d in found]  # ids filled in

@@ -355,9 +355,12 @@ def _originals(docs: Sequence[Document]) -> dict[str, Document]:
 
 def _finish(resolved: Resolved[_Hit], fetched: Mapping[str, Document]) -> list[Document]:
     """Each source's original, from its hits or as read; refused views and drops are logged."""
-    out = [
-        f.original[0] if f.original is not None else fetched[f.source_id] for f in resolved.sources
-    ]
+    out = []
+    for f in resolved.sources:
+        doc = f.original[0] if f.original is not None else fetched[f.source_id]
+        if not doc.id and f.source_id:  # a store that returns no ids (LanceDB): its source's
+            doc = doc.model_copy(update={"id": f.source_id})
+        out.append(doc)
     if resolved.refused:
         logger.warning(
             "%d view(s) not folded: their metadata differs from their source's original (a view "
