@@ -1,5 +1,6 @@
 """Shared fixtures of the store tests: the scenario corpus augmented and embedded once per session
-(one augmenter, one embedding model), and the queries' embeddings."""
+(one augmenter, one embedding model), and the queries' embeddings with the text embedder that
+made them."""
 
 from __future__ import annotations
 
@@ -46,11 +47,16 @@ class Augmented:
     queries: dict[str, list[float]]
     augmenter: ArgusAugmenter
     embedder: SentenceTransformersDocumentEmbedder
+    text_embedder: SentenceTransformersTextEmbedder
 
     def embed(self, documents: list[Document]) -> list[Document]:
         """Augment and embed more documents (an update)."""
         out = self.augmenter.run(documents=documents)["documents"]
         return self.embedder.run(documents=out)["documents"]
+
+    def embed_query(self, text: str) -> list[float]:
+        """A query's embedding (the session's text embedder, already warm)."""
+        return self.text_embedder.run(text=text)["embedding"]
 
 
 @pytest.fixture(scope="session")
@@ -69,4 +75,4 @@ def augmented() -> Augmented:
     )
     text_embedder.warm_up()
     queries = {q: text_embedder.run(text=q)["embedding"] for q in QUERIES}
-    return Augmented(documents, queries, augmenter, embedder)
+    return Augmented(documents, queries, augmenter, embedder, text_embedder)

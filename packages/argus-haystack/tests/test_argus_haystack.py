@@ -426,3 +426,27 @@ def test_a_retriever_kb_round_trips_through_yaml():
         from haystack_integrations.components.augmenters.argus.kb import store_kb
 
         store_kb(object())
+
+
+@pytest.mark.parametrize("function", ["l2_distance", "cosine_similarity", "inner_product"])
+def test_pgvector_scores_are_read_by_vector_function_in_subclasses_too(function):
+    """A pgvector store's score kind follows its ``vector_function`` (``l2_distance`` is a plain
+    distance: 1 - d²/2 for unit vectors); a subclass (a cloud connector's) reads the same.
+    Nothing connects: the store opens its connection on first use."""
+    from haystack.utils import Secret
+
+    from haystack_integrations.components.rankers.argus._scores import relevance_of
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    class Connector(PgvectorDocumentStore):
+        pass
+
+    for cls in (PgvectorDocumentStore, Connector):
+        store = cls(
+            connection_string=Secret.from_token("postgresql://nobody@127.0.0.1:1/none"),
+            vector_function=function,
+            embedding_dimension=4,
+        )
+        for scores in ("auto", "distance"):
+            read = relevance_of(scores, store)
+            assert read(0.2) == pytest.approx(0.98 if function == "l2_distance" else 0.2)

@@ -1,4 +1,5 @@
-"""The store matrix: argus over Chroma (persistent, on disk) and Qdrant (local mode, on disk).
+"""The store matrix: argus over Chroma (persistent, on disk), Qdrant (local mode, on disk) and
+pgvector (a database of its own per test on a throwaway PostgreSQL server).
 
 Each store is written through ``DocumentWriter`` from the session's one augment; every collapse is
 checked against a cosine over the store's whole contents (``argus_ir.testing.cosine_reference``);
@@ -9,6 +10,7 @@ contents, not only on rankings.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -19,8 +21,10 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
 from haystack.document_stores.types import DuplicatePolicy
+from haystack.utils import Secret
 
 from argus_ir.testing import SCENARIO, cosine_reference
+from argus_ir.testing.postgres import postgres_server
 from haystack_integrations.components.augmenters.argus import (
     ArgusSourceCleaner,
     adelete_sources,
@@ -28,16 +32,41 @@ from haystack_integrations.components.augmenters.argus import (
 )
 from haystack_integrations.components.rankers.argus import ArgusCollapser
 from haystack_integrations.components.retrievers.chroma import ChromaEmbeddingRetriever
+from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
 from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 from haystack_integrations.document_stores.chroma import ChromaDocumentStore
+from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
 TOP_K = 5
 TARGET = SCENARIO.target  # film-1, which has views
-STORES = ("chroma", "qdrant")
+STORES = ("chroma", "qdrant", "pgvector")
+PG_ENV = "PG_CONN_STR"  # the pgvector stores' connection string: a Secret, so YAML keeps its name
+
+
+def _use_database(monkeypatch: pytest.MonkeyPatch, path: Any) -> None:
+    """Points ``PG_CONN_STR`` at a database of the test folder's own, for the test's length."""
+    name = "t_" + hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:20]
+    monkeypatch.setenv(PG_ENV, postgres_server().database(name).url)
+
+
+def _pgvector(
+    vector_function: str = "cosine_similarity", table: str = "argus"
+) -> PgvectorDocumentStore:
+    return PgvectorDocumentStore(
+        connection_string=Secret.from_env_var(PG_ENV),
+        table_name=table,
+        keyword_index_name=f"{table}_keyword_index",  # index names are per schema, not per table
+        embedding_dimension=384,
+        vector_function=vector_function,
+        search_strategy="exact_nearest_neighbor",
+        recreate_table=False,
+    )
 
 
 def _open(kind: str, path: str) -> Any:
+    if kind == "pgvector":
+        return _pgvector()  # the database: PG_CONN_STR's (store_at sets it)
     if kind == "chroma":
         return ChromaDocumentStore(
             collection_name="argus",
@@ -53,12 +82,15 @@ def _open(kind: str, path: str) -> Any:
 def _retriever(store: Any, top_k: int) -> Any:
     if isinstance(store, ChromaDocumentStore):
         return ChromaEmbeddingRetriever(document_store=store, top_k=top_k)
+    if isinstance(store, PgvectorDocumentStore):
+        return PgvectorEmbeddingRetriever(document_store=store, top_k=top_k)
     return QdrantEmbeddingRetriever(document_store=store, top_k=top_k)
 
 
 def _close(store: Any) -> None:
-    if isinstance(store, QdrantDocumentStore):
-        store.close()  # a local Qdrant folder takes one client at a time
+    # a local Qdrant folder takes one client at a time; pgvector: its (sync) connection
+    if isinstance(store, (QdrantDocumentStore, PgvectorDocumentStore)):
+        store.close()
 
 
 def _write(store: Any, documents: list[Document], *, cleaner: bool = False) -> dict[str, Any]:
@@ -130,8 +162,10 @@ def _entries_of(store: Any, source: str) -> list[Document]:
 
 
 @pytest.fixture(params=STORES)
-def store_at(request, tmp_path) -> Callable[[], Any]:
-    """Opens the parametrised store on one folder (call again to reopen it)."""
+def store_at(request, tmp_path, monkeypatch) -> Callable[[], Any]:
+    """Opens the parametrised store on one folder, or one database (call again to reopen it)."""
+    if request.param == "pgvector":
+        _use_database(monkeypatch, tmp_path)
     opened: list[Any] = []
 
     def open_store() -> Any:
@@ -257,7 +291,7 @@ def test_defect_6_yaml_round_trip_shares_the_retrievers_store(augmented, store_a
 def test_async_query_and_delete(augmented, ingested):
     """``run_async`` over every entry equals the cosine reference for all twelve queries; with few
     hits (originals read) it answers as the synchronous run did; ``adelete_sources`` removes the
-    target and its views."""
+    target and its views. Qdrant and pgvector run the whole pipeline on their async clients."""
     entries = ingested.filter_documents()
     texts = {e.id: e.content for e in entries}
     n = len(_entries_of(ingested, TARGET))
@@ -267,8 +301,9 @@ def test_async_query_and_delete(augmented, ingested):
     top3 = _retriever(ingested, 3)
     hit = {q: {d.id for d in top3.run(query_embedding=e)["documents"]} for q, e in queries.items()}
     assert sum(len({d.id for d in few[q]} - hit[q]) for q in queries) >= 3  # originals read
-    if isinstance(ingested, QdrantDocumentStore):
-        _close(ingested)  # the async client opens the folder itself
+    if isinstance(ingested, (QdrantDocumentStore, PgvectorDocumentStore)):
+        if _is_qdrant(ingested):
+            _close(ingested)  # the async client opens the folder itself
         pipe = _query_pipeline(ingested, fetch=len(entries))
 
         async def query_and_delete() -> tuple[dict, dict, int, int]:
@@ -280,7 +315,7 @@ def test_async_query_and_delete(augmented, ingested):
                     out[query] = got["collapser"]["documents"]
             deleted = await adelete_sources(ingested, [TARGET])
             left = await ingested.count_documents_async()
-            await ingested.close_async()
+            await ingested.close_async()  # pgvector: its connection belongs to this event loop
             return every, some, deleted, left
 
         every, some, deleted, left = asyncio.run(query_and_delete())
@@ -315,3 +350,116 @@ def test_the_cleaner_round_trips_and_passes_documents_on(augmented, ingested):
     assert again.to_dict() == cleaner.to_dict()
     docs = [replace(d) for d in augmented.documents[:2]]
     assert cleaner.run(documents=docs)["documents"] is docs
+
+
+def test_defect_4_pgvector_l2_distance_ranks_as_cosine(augmented, monkeypatch, tmp_path):
+    """Issue 47, 4: pgvector-haystack scores ``l2_distance`` with the plain Euclidean distance
+    (lower is better), and ``ArgusCollapser(scores="auto")`` ranked those distances as
+    similarities, farthest first. Read as ``1 - d²/2``, the collapse over every entry equals the
+    cosine reference for all twelve queries, scores included; ``inner_product`` too (its scores
+    are similarities: the cosine, for these unit-length embeddings)."""
+    _use_database(monkeypatch, tmp_path)
+    for function in ("l2_distance", "inner_product"):
+        store = _pgvector(function, table=f"argus_{function}")  # two tables, one database
+        try:
+            _write(store, augmented.documents)
+            hits = _retriever(store, 3).run(query_embedding=augmented.queries[SCENARIO.query])
+            scores = [d.score for d in hits["documents"]]
+            if function == "l2_distance":  # what the test turns on: the nearest has the lowest
+                assert scores == sorted(scores) and scores[0] < scores[-1]
+            else:
+                assert scores == sorted(scores, reverse=True)
+            _check_all_queries(store, augmented.queries)
+        finally:
+            _close(store)
+
+
+# Tenant b's documents: each of the forged ones names the target (tenant a's document) as source.
+PAYROLL = "Quarterly payroll export for the finance team, March."
+SUMMARY = "A summary of the payroll export, with one line per department."
+LISBON = "cheap flights to Lisbon in December"
+FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
+TENANT_B = {"field": "meta.tenant", "operator": "==", "value": "b"}
+
+
+def _tenant_b(augmented: Any) -> tuple[list[Document], list[Document], dict[str, Any]]:
+    """What tenant b sends through the augmenter (a forged view, a user's own ``argus_view``),
+    embedded, with the augmenter's stats; and what it writes straight into the store (a forged
+    view, embedded but never augmented)."""
+    forged = {"tenant": "b", "argus_source_id": TARGET, "argus_view": "expansion"}
+    sent = [
+        Document(id="b-payroll", content=PAYROLL, meta=forged),
+        Document(id="b-summary", content=SUMMARY, meta={"tenant": "b", "argus_view": "summary"}),
+    ]
+    out = augmented.augmenter.run(documents=sent)
+    through = augmented.embedder.run(documents=out["documents"])["documents"]
+    direct = [Document(id="b-lisbon", content=LISBON, meta=dict(forged))]
+    return through, augmented.embedder.run(documents=direct)["documents"], out["stats"]
+
+
+def _of_tenant_b(meta: dict[str, Any]) -> bool:
+    return meta.get("tenant") == "b"
+
+
+async def _collapse_async(collapser: ArgusCollapser, runs: list[list[Document]]) -> list[Any]:
+    """``run_async`` over each list of hits, in one event loop."""
+    out = [(await collapser.run_async(documents=hits))["documents"] for hits in runs]
+    if isinstance(collapser.document_store, PgvectorDocumentStore):
+        await collapser.document_store.close_async()  # its connection belongs to this loop
+    return out
+
+
+def _collapsed(collapser: ArgusCollapser, retriever: Any, embedding: list[float]) -> list[Any]:
+    """The collapse of the retriever's hits, unfiltered."""
+    hits = retriever.run(query_embedding=embedding)["documents"]
+    return collapser.run(documents=hits)["documents"]
+
+
+def _scored(entries: list[Document], embedding: list[float], where: Any) -> list[Any]:
+    """The cosine reference's top 3 over every entry ``where`` admits, as ``(id, score)``."""
+    ids, metas = [e.id for e in entries], [e.meta for e in entries]
+    vectors = [e.embedding for e in entries]
+    ranked = cosine_reference(ids, vectors, metas, embedding, top_k=3, where=where)
+    return [(src, pytest.approx(score, abs=1e-4)) for src, score, _ in ranked]
+
+
+def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(augmented, ingested):
+    """Issue 47, 1-3: tenant b's forged views (through the augmenter and straight into the store)
+    never bring the target, tenant a's document, into b's filtered results (``run`` and
+    ``run_async``), nor lift it in an unfiltered search; b's own document with a look-alike
+    ``argus_view`` key is retrieved. Every filtered collapse is the cosine reference's (which
+    applies the rule itself), and so is the unfiltered one over every entry."""
+    through, direct, stats = _tenant_b(augmented)
+    _write(ingested, [*through, *direct])
+    entries = ingested.filter_documents()
+    target_text = dict(SCENARIO.documents)[TARGET]
+    collapser = ArgusCollapser(top_k=3, document_store=ingested)
+    retriever = _retriever(ingested, 3)
+    every = _retriever(ingested, len(entries))
+    queries = {q: augmented.embed_query(q) for q in FORGED_QUERIES}
+    hits = {
+        q: retriever.run(query_embedding=e, filters=TENANT_B)["documents"]
+        for q, e in queries.items()
+    }
+    filtered = {q: collapser.run(documents=h)["documents"] for q, h in hits.items()}
+    awaited = dict(zip(hits, asyncio.run(_collapse_async(collapser, list(hits.values())))))
+    plain = {q: _collapsed(collapser, retriever, e) for q, e in queries.items()}
+    leaks = sum(
+        TARGET in [d.id for d in found] or any(d.content == target_text for d in found)
+        for found in [*filtered.values(), *awaited.values()]
+    )
+    lifts = sum([d.id for d in found][:1] == [TARGET] for found in plain.values())
+    assert (leaks, lifts) == (0, 0)
+    assert stats["lineage_rewritten"] == ["b-payroll", "b-summary"]
+    for query, embedding in queries.items():
+        want = _scored(entries, embedding, where=_of_tenant_b)
+        for found in (filtered[query], awaited[query]):
+            assert [(d.id, d.score) for d in found] == want, query
+            assert all(_of_tenant_b(d.meta) for d in found), query
+            assert all(d.meta["argus_view"] == "original" for d in found), query
+        # unfiltered, every entry a hit as the reference has them (the top 3 hits are fewer)
+        found = _collapsed(collapser, every, embedding)
+        assert [(d.id, d.score) for d in found] == _scored(entries, embedding, where=None), query
+    own = retriever.run(query_embedding=augmented.embed_query(SUMMARY), filters=TENANT_B, top_k=1)
+    found = collapser.run(documents=own["documents"])["documents"]
+    assert [(d.id, d.content) for d in found] == [("b-summary", SUMMARY)]  # a look-alike key

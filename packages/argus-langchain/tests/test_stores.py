@@ -703,7 +703,7 @@ def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(
     victim_text = next(d.page_content for d in augmented if d.id == victim)
     ingest, direct = _tenant_b(victim)
     through = list(transformer.transform_documents(ingest))
-    assert transformer.last_stats["lineage_rewritten"] == [d.id for d in ingest]
+    rewritten = transformer.last_stats.get("lineage_rewritten")
     opened.add_documents([*augmented, *through, *direct])
     ids, vectors, metadatas = kind.contents(opened)
     leaks = lifts = 0
@@ -727,6 +727,7 @@ def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(
                 assert got == [src for src, _, _ in want], (tenant, query)
                 assert all(d.metadata.get("tenant") == "b" for d in found), query
     assert (leaks, lifts) == (0, 0)
+    assert rewritten == [d.id for d in ingest]  # both came in as originals, their lineage replaced
     summary = ArgusRetriever(
         vectorstore=opened, k=1, search_kwargs={"filter": kind.tenant("b")}
     ).invoke(SUMMARY)
@@ -811,7 +812,7 @@ def test_defect_5_lancedb_scores_and_originals(
     fitted = np.polyfit(cos, rel, 1)[0]  # relevance = a + b·cos, b read off the store
     assert fitted == pytest.approx(slope, abs=1e-3)
 
-    with pytest.raises(ValueError, match="LanceDB cannot read documents by id.*fetch_originals"):
+    with pytest.raises(ValueError, match=r"LanceDB cannot read documents by id.*fetch_originals"):
         ArgusRetriever(vectorstore=store, k=3, search_kwargs=search)
     table = store.get_table().to_arrow().to_pylist()
     ids = [r["id"] for r in table]
@@ -834,3 +835,65 @@ def test_defect_5_lancedb_scores_and_originals(
                 assert [_source(d) for d in found] == [s for s, _, _ in want], query
             assert all(d.metadata[VIEW_KEY] == "original" for d in found), query
             assert [d.id for d in found] == [_source(d) for d in found]  # ids filled in
+
+
+_WRITER = """
+import json, sys
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_postgres import PGVector
+
+url, path, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = json.load(open(path))
+vectors = dict(zip(data["texts"], data["vectors"]))
+
+class Known(Embeddings):  # the session's MiniLM vectors, so the writers load no model
+    def embed_documents(self, texts):
+        return [vectors[t] for t in texts]
+
+    def embed_query(self, text):
+        return vectors[text]
+
+docs = [Document(**d) for d in data["documents"]][start::2]
+store = PGVector(embeddings=Known(), collection_name="argus", connection=url, use_jsonb=True)
+for doc in docs:  # one row at a time, so the two writers interleave
+    store.add_documents([doc])
+print(len(docs))
+"""
+
+
+def test_pgvector_two_processes_write_at_once(tmp_path, embeddings, augmented, queries):
+    """Two processes add the augmented corpus into one PGVector collection at the same time,
+    each half of it, row by row (the collection created by whichever comes first): every entry is
+    stored once and every query ranks as the cosine reference."""
+    import subprocess
+    import sys
+
+    url = _pg_url(tmp_path)
+    data = {
+        "texts": [d.page_content for d in augmented],
+        "vectors": embeddings.embed_documents([d.page_content for d in augmented]),
+        "documents": [
+            {"page_content": d.page_content, "metadata": d.metadata, "id": d.id} for d in augmented
+        ],
+    }
+    (tmp_path / "corpus.json").write_text(json.dumps(data))
+    (tmp_path / "writer.py").write_text(_WRITER)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, str(tmp_path / "writer.py"), url, str(tmp_path / "corpus.json"), s],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s in ("0", "1")
+    ]
+    outs = [w.communicate(timeout=300) for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], [err[-2000:] for _, err in outs]
+    assert sum(int(out) for out, _ in outs) == len(augmented)
+    store = _pg_open(tmp_path, embeddings)
+    try:
+        assert sorted(_pg_contents(store)[0]) == sorted(d.id for d in augmented)
+        _check_all_queries(KINDS["pgvector"], store, embeddings, augmented, queries)
+    finally:
+        store._engine.dispose()

@@ -45,7 +45,8 @@ _PGVECTOR: dict[str, Callable[[float], float]] = {
 
 
 def _is_pgvector(store: Any) -> bool:
-    return type(store).__name__ == "PgvectorDocumentStore"
+    """A ``PgvectorDocumentStore``, or a subclass of it (a cloud connector's, say)."""
+    return any(cls.__name__ == "PgvectorDocumentStore" for cls in type(store).__mro__)
 
 
 def _chroma_space(store: Any) -> str | None:
