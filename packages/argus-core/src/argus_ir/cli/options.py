@@ -237,6 +237,26 @@ def llm_option(p: argparse.ArgumentParser, role: str) -> None:
     p.add_argument("--llm", default="transformers", help=f"{role}: {LLM_SPECS}")
 
 
+def llm_call_options(p: argparse.ArgumentParser, which: str, default_timeout: str) -> None:
+    """``--llm-timeout`` and ``--llm-retries``: the call policy of an openai: backend, the same
+    options on every command that calls one (``which`` names its LLM options)."""
+    p.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        help=f"seconds one call to an openai: backend ({which}) may take in all, reading its "
+        f"reply included (default {default_timeout})",
+    )
+    p.add_argument(
+        "--llm-retries",
+        type=int,
+        default=None,
+        help=f"retries of a failed openai: call ({which}), with backoff that honours the "
+        "server's Retry-After up to 60 s (default 2); after 5 prompts in a row fail, no more "
+        "calls are made",
+    )
+
+
 def remedy_options(p: argparse.ArgumentParser) -> None:
     """The probe, KB, LLM and NER options of the commands that diagnose and remedy."""
     p.add_argument("--k-aug", type=int, default=2, help="KB passages per flagged entity (2)")
@@ -265,19 +285,7 @@ def remedy_options(p: argparse.ArgumentParser) -> None:
         help="drop KB passages whose cosine to the document is below this (default: no check)",
     )
     llm_option(p, "synthesis backend")
-    p.add_argument(
-        "--llm-timeout",
-        type=float,
-        default=None,
-        help="seconds an openai: backend (--llm or --kb-llm) waits for one reply (default 120; "
-        "30 for --kb-llm)",
-    )
-    p.add_argument(
-        "--llm-retries",
-        type=int,
-        default=None,
-        help="retries of a failed openai: call (--llm or --kb-llm), with backoff (default 2)",
-    )
+    llm_call_options(p, "--llm or --kb-llm", "120; 30 for --kb-llm")
     p.add_argument(
         "--max-views",
         type=max_views,

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from argus_ir.cli.common import beir_datasets, write_evaluation
+from argus_ir.cli.common import beir_datasets, llm_arg, write_evaluation
 from argus_ir.cli.options import (
     DeprecatedAlias,
+    llm_call_options,
     llm_option,
     out_folder_option,
     split_option,
@@ -108,6 +109,7 @@ def _llm_options(p: argparse.ArgumentParser, what: str) -> None:
     from argus_ir.sira import TASKS
 
     llm_option(p, "LLM backend")
+    llm_call_options(p, "--llm", "120")
     p.add_argument("--no-llm", action="store_true", help=f"no {what} (plain BM25)")
     p.add_argument("--task", choices=TASKS, default="fact", help="prompt variant (fact)")
     p.add_argument(
@@ -133,7 +135,8 @@ def _sira_llm(
     check_output(
         folder / "calls.jsonl", flag="--cache", inputs=[i for i in inputs if i], overwrite=True
     )
-    return load_llm(args.llm), CallCache(folder)
+    llm = llm_arg(args)  # a spec, or a backend built with --llm-timeout / --llm-retries
+    return (load_llm(llm) if isinstance(llm, str) else llm), CallCache(folder)
 
 
 def run(args: argparse.Namespace) -> int:
