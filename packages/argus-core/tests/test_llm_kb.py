@@ -323,3 +323,20 @@ def test_kb_llm_waits_30_seconds_by_default_and_what_llm_timeout_says(tmp_path):
 
     assert timeout() == TIMEOUT == 30.0
     assert timeout("--llm-timeout", "2.5") == 2.5
+
+
+def test_L12_lines_that_break_the_prompts_rules_are_refused_and_counted():
+    """Issue 48, L12: 120-character "(blah blah ...)" lines became views' descriptions. A line of
+    more than the prompt's twelve words, or with a control or bidirectional character or an
+    over-long word, gives no passage now, and is counted (``kb_llm_refused``)."""
+    blah = "(" + " ".join(["blah"] * 24) + ")"
+    llm = ScriptedLLM([blah, "town in \u202eainevolS", "y" * 60, "ski resort town in Slovenia"])
+    knowledge = LLMKnowledge(llm)
+    for name in ("Kranjska Gora", "Bled", "Bohinj"):
+        assert knowledge.lookup(name, context=f"{name} was lovely.") == []
+    [(passage, _)] = knowledge.lookup("Vogel", context="Vogel was lovely.")
+    assert passage.description == "ski resort town in Slovenia"
+    stats = RemedyStats()
+    stats.count_kb_llm(knowledge)
+    assert stats.kb_llm_refused == 3 and stats.kb_llm_failures == 0
+    assert stats.to_dict()["kb_llm_refused"] == 3

@@ -412,3 +412,23 @@ def test_a_reply_cut_at_another_length_is_another_cache_entry(tmp_path):
     shorter = ScriptedLLM(["NSAID"])
     result = enrich_corpus(CORPUS[:1], shorter, cache=cache, max_tokens=16)
     assert len(shorter.prompts) == 1 and result.phrases == {"d1": ["NSAID"]}
+
+
+def test_L16_phrases_that_break_the_prompts_rules_are_dropped_and_counted():
+    """Issue 48, L16: every injected or rule-breaking phrase was kept (72 of 72). A phrase of
+    more than the prompt's 4 words, with a control or bidirectional character, an over-long word
+    or markup is dropped now, and counted."""
+    reply = "\n".join(
+        [
+            "statin therapy for plaque regression",  # 5 words: the prompt says 1 to 4
+            "\u202etxt.exe",
+            "z" * 300,
+            '{"_id": "evil',
+            "<script>alert</script>",
+            "statin therapy",
+        ]
+    )
+    result = enrich_corpus([("d", "Plaque builds up in coronary arteries.")], ScriptedLLM([reply]))
+    s = result.stats
+    assert (s.too_long, s.rule_breaking, s.kept) == (1, 4, 1)
+    assert result.phrases == {"d": ["statin therapy"]}

@@ -244,7 +244,9 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
         f"{kinds} (index growth {stats.index_growth:.3f}x)"
         + (f", {stats.llm_calls} LLM calls" if args.remedy == "synthesis" else "")
         + (
-            f", {stats.kb_llm_calls} KB-LLM calls ({stats.kb_llm_failures} failed lookups)"
+            f", {stats.kb_llm_calls} KB-LLM calls ({stats.kb_llm_failures} failed lookups"
+            + (f", {stats.kb_llm_refused} lines refused" if stats.kb_llm_refused else "")
+            + ")"
             if args.kb_llm
             else ""
         )

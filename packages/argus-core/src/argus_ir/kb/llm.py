@@ -33,6 +33,7 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.kb.reference import DEFAULT_K_AUG, KnowledgeBase, Passage
 from argus_ir.llm.base import LLM, Generation
 from argus_ir.llm.cache import CallCache, cached_generate
+from argus_ir.llm.checks import unsafe_text
 from argus_ir.remedy import GENERATED_PREFIX
 
 __all__ = [
@@ -72,12 +73,15 @@ class KnowledgeUsage:
         failures: Lookups whose call failed after its retries (the mention got no passage).
         last_error: Why the last of them failed (``""`` when none did).
         gave_up: Why it stopped asking (``""`` while it asks).
+        refused: Replies refused by the prompt's rules (over twelve words, a control or
+            bidirectional character, an over-long word): the mention got no passage.
     """
 
     calls: int = 0
     failures: int = 0
     last_error: str = ""
     gave_up: str = ""
+    refused: int = 0
 
 
 def _window(surface: str, context: str | None) -> str:
@@ -103,6 +107,18 @@ def clean_reply(surface: str, reply: str | None) -> str | None:
     if not line or "unknown" in line.lower() or line.lower() == surface.lower():
         return None
     return line[:_MAX_CHARS]
+
+
+MAX_WORDS = 12
+"""The prompt asks for one line of at most twelve words."""
+
+
+def breaks_rules(line: str) -> str | None:
+    """Why a cleaned reply line may not become a passage (the prompt's rules), or ``None``."""
+    words = len(line.split())
+    if words > MAX_WORDS:
+        return f"has {words} words (at most {MAX_WORDS})"
+    return unsafe_text(line)
 
 
 class LLMKnowledge:
@@ -180,6 +196,11 @@ class LLMKnowledge:
             )
             self._count(surface, reply, asked=not count.cache_hits)
             line = clean_reply(surface, reply.text if reply.ok else None)
+            broken = None if line is None else breaks_rules(line)
+            if broken is not None:
+                self._usage.refused += 1
+                logger.info("LLM knowledge: the line for %r refused: it %s", surface, broken)
+                line = None
             passage = None
             if line is not None:
                 pid = GENERATED_PREFIX + hashlib.sha256(prompt.encode()).hexdigest()[:16]

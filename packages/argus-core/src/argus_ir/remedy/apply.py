@@ -260,7 +260,7 @@ def _synthesise(
                 reasons[doc_id] = f"the LLM call failed ({reply.error})"
                 still.append((doc_id, text, plan))
                 continue
-            verdict = check_rewrite(text, reply.text or "", len(plan))
+            verdict = check_rewrite(text, reply.text or "", len(plan), [r.surface for r, _ in plan])
             if verdict.ok:
                 passages = [p for _, ps in plan for p in ps]
                 lineage = _lineage(doc_id, "synthesis", plan, passages, kb)

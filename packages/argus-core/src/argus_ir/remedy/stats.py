@@ -42,6 +42,8 @@ class RemedyStats:
         kb_llm_last_error: Why the last of those failed (``""`` when none did).
         kb_llm_gave_up: Why the run stopped asking the KB's LLM after
             :data:`~argus_ir.kb.llm.GIVE_UP_AFTER` failed lookups in a row (``""`` while it asks).
+        kb_llm_refused: KB-LLM lines refused by the prompt's rules (over twelve words, a
+            control or bidirectional character, an over-long word).
     """
 
     documents: int = 0
@@ -63,6 +65,7 @@ class RemedyStats:
     kb_llm_failures: int = 0
     kb_llm_last_error: str = ""
     kb_llm_gave_up: str = ""
+    kb_llm_refused: int = 0
 
     @property
     def index_growth(self) -> float:
@@ -83,6 +86,7 @@ class RemedyStats:
             self.kb_llm_failures += usage.failures
             self.kb_llm_last_error = usage.last_error or self.kb_llm_last_error
             self.kb_llm_gave_up = usage.gave_up or self.kb_llm_gave_up
+            self.kb_llm_refused += usage.refused
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (lists of reasons and failures included)."""

@@ -17,6 +17,7 @@ from string import Template
 
 from argus_ir import prompts
 from argus_ir.kb import Passage
+from argus_ir.llm.checks import unsafe_text
 
 __all__ = [
     "PROMPT_VERSION",
@@ -91,15 +92,36 @@ def _inserted_tokens(original: str, rewritten: str) -> list[str] | None:
     or removed). Greedy matching decides that exactly and in linear time; which copy of a repeated
     token it picks does not change the verdict or the number of inserted tokens.
     """
+    matched = _match(original, rewritten)
+    return None if matched is None else matched[0]
+
+
+def _match(original: str, rewritten: str) -> tuple[list[str], list[int], list[str]] | None:
+    """:func:`_inserted_tokens`, with where each of ``original``'s tokens matched in
+    ``rewritten`` (its token position) and ``original``'s tokens."""
     want = _tokens(original)
     extra: list[str] = []
-    i = 0
-    for token in _tokens(rewritten):
-        if i < len(want) and token == want[i]:
-            i += 1
+    at: list[int] = []
+    for pos, token in enumerate(_tokens(rewritten)):
+        if len(at) < len(want) and token == want[len(at)]:
+            at.append(pos)
         else:
             extra.append(token)
-    return extra if i == len(want) else None
+    return (extra, at, want) if len(at) == len(want) else None
+
+
+def _split_name(names: Sequence[str], want: list[str], at: list[int]) -> str | None:
+    """The first flagged name of the original whose tokens the reply no longer keeps together
+    (text inserted inside it), or ``None``."""
+    for name in names:
+        parts = _tokens(name.strip())
+        n = len(parts)
+        if n < 2:
+            continue
+        for start in range(len(want) - n + 1):
+            if want[start : start + n] == parts and at[start + n - 1] - at[start] != n - 1:
+                return name
+    return None
 
 
 def insertions_only(original: str, rewritten: str) -> bool:
@@ -127,13 +149,18 @@ class Verdict:
     inserted_words: int = 0
 
 
-def check_rewrite(original: str, reply: str, n_entities: int) -> Verdict:
+def check_rewrite(original: str, reply: str, n_entities: int, names: Sequence[str] = ()) -> Verdict:
     """Accept ``reply`` only as ``original`` plus short insertions.
+
+    Insertions fall between the original's words and never inside a flagged name ("Humphrey,
+    IGNORE PREVIOUS INSTRUCTIONS, Bogart" splits the name), and hold no control or
+    bidirectional-text character and no over-long word (:func:`argus_ir.llm.checks.unsafe_text`).
 
     Args:
         original: The document text.
         reply: The model's raw reply.
         n_entities: Flagged entities offered (sets the insertion budget).
+        names: The flagged names (surface forms) the reply must keep whole.
 
     Returns:
         A :class:`Verdict`; a reply equal to the original is not ``ok`` (reason ``"unchanged"``),
@@ -143,9 +170,16 @@ def check_rewrite(original: str, reply: str, n_entities: int) -> Verdict:
     cleaned = clean_reply(reply)
     if not cleaned:
         return Verdict(False, reason="was empty")
-    extra = _inserted_tokens(body, cleaned)
-    if extra is None:
+    matched = _match(body, cleaned)
+    if matched is None:
         return Verdict(False, reason="changed or dropped words of the original")
+    extra, at, want = matched
+    split = _split_name(names, want, at)
+    if split is not None:
+        return Verdict(False, reason=f"inserted text inside the name {split!r}")
+    unsafe = unsafe_text("".join(extra), newlines=True)
+    if unsafe is not None:
+        return Verdict(False, reason=f"inserted text that {unsafe}")
     words = sum(1 for t in extra if t[0].isalnum() or t[0] == "_")
     budget = WORDS_PER_ENTITY * max(1, n_entities)
     if words > budget:

@@ -16,6 +16,7 @@ from typing import Any
 from argus_ir.errors import ArgusInputError
 from argus_ir.lexical import WORD, Analyzer, copied_share
 from argus_ir.llm.base import Generation
+from argus_ir.llm.checks import unsafe_text
 from argus_ir.prompts import load_prompt
 
 __all__ = [
@@ -31,8 +32,8 @@ __all__ = [
 
 MAX_TERMS = 12
 """Phrases a prompt asks for."""
-MAX_PHRASE_WORDS = 6
-"""Longer 'phrases' are sentences, not search terms, and are dropped."""
+MAX_PHRASE_WORDS = 4
+"""The prompts ask for phrases of 1 to 4 words; longer ones are dropped."""
 TASKS = ("fact", "argument", "duplicate", "qa")
 """Task-aware prompt variants (prompt files ``sira-{corpus,query}-TASK-v1.txt``)."""
 PROMPT_SERIES = "v1"
@@ -56,6 +57,7 @@ _VERDICTS = frozenset(
     ]
 )
 _NUMERIC = re.compile(r"^[\d\s.,%/:-]+$")
+_MARKUP = re.compile(r'[{}<>"`\\]')  # a search phrase has no markup, quotes or escapes
 
 
 def build_prompt(side: str, task: str, text: str, max_terms: int = MAX_TERMS) -> tuple[str, str]:
@@ -101,7 +103,7 @@ def parse_terms(reply: str) -> list[str]:
 
 @dataclass
 class ReplyStats:
-    """Counts of what the filters did with LLM replies (the issue's bad-input list and more).
+    r"""Counts of what the filters did with LLM replies (the issue's bad-input list and more).
 
     Attributes:
         calls: Prompts that needed a reply; ``cache_hits`` of them came from the cache.
@@ -110,7 +112,9 @@ class ReplyStats:
         unparseable: Replies that held no usable phrase.
         repeats_input: Replies most of whose words copy the input text verbatim.
         phrases: Phrases parsed; then ``kept`` plus those dropped for a reason below.
-        too_long: Phrases longer than a search phrase (sentences).
+        too_long: Phrases longer than the prompt's 4 words.
+        rule_breaking: Phrases holding a control or bidirectional-text character, an over-long
+            word (:func:`argus_ir.llm.checks.unsafe_text`) or markup characters (``{}<>"`\``).
         copied: Phrases whose words are all already in the input (nothing new).
         answer_like: Query side: numbers, dates, verdicts or, for QA, proper names absent from
             the query (the prompt forbids guessing the answer).
@@ -124,6 +128,7 @@ class ReplyStats:
     repeats_input: int = 0
     phrases: int = 0
     too_long: int = 0
+    rule_breaking: int = 0
     copied: int = 0
     answer_like: int = 0
     kept: int = 0
@@ -175,6 +180,8 @@ def usable_phrases(
         toks = analyzer.tokens(p)
         if len(p.split()) > MAX_PHRASE_WORDS:
             stats.too_long += 1
+        elif unsafe_text(p) is not None or _MARKUP.search(p):
+            stats.rule_breaking += 1
         elif not toks or all(t in present for t in toks):
             stats.copied += 1
         elif side == "query" and _answer_like(p, query_words, task):
