@@ -686,3 +686,20 @@ def test_a_quiet_augment_prints_no_bar_at_all(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "Loading weights" not in run.stderr and "%|" not in run.stderr, run.stderr
     assert "1 documents" in run.stdout
+
+
+def test_C1_global_options_follow_every_step():
+    """Issue 48, C1: ``argus kb build -q`` was rejected while ``argus augment ... -q`` worked;
+    the global options follow every step of a command now."""
+    from argus_ir.cli.main import build_parser
+
+    parser = build_parser()
+    for argv in (
+        ["kb", "build", "--out", "kb", "-q"],
+        ["sira", "index", "c.jsonl", "--out", "o", "-q", "--debug"],
+        ["augment", "c.jsonl", "--out", "o.jsonl", "-q"],
+    ):
+        args = parser.parse_args(argv)
+        assert args.quiet is True, argv
+    assert parser.parse_args(["-q", "kb", "build", "--out", "kb"]).quiet is True
+    assert parser.parse_args(["kb", "build", "--out", "kb"]).quiet is False

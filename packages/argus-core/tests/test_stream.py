@@ -575,3 +575,118 @@ def test_a_document_over_max_chars_is_refused_at_once_and_kept_as_read(
     summary = augment_file(alone, tmp_path / "one.jsonl", tmp_path / "one.out.jsonl")
     assert by_source(tmp_path / "one.out.jsonl") == {long_id: written[long_id]}
     assert [i for i, _ in summary.stats.failures] == [long_id]
+
+
+class _Killed(BaseException):
+    """A kill -9 at a chosen moment (nothing after it runs)."""
+
+
+def _kill_at(monkeypatch, window: str) -> None:
+    """Stop the run at one step of its end (issue 48, K11/K12): right after the checkpoint says
+    "finishing", after the stats file, after ``OUT.partial -> OUT``, after the rows file goes."""
+    import pathlib
+
+    import argus_ir.runners.stream as stream
+
+    if window == "finishing":
+
+        def commit(*args, **kwargs):
+            raise _Killed(window)
+
+        monkeypatch.setattr(stream, "_commit", commit)
+    elif window == "stats":
+        write = stream._write_stats
+
+        def write_stats(*args, **kwargs):
+            write(*args, **kwargs)
+            raise _Killed(window)
+
+        monkeypatch.setattr(stream, "_write_stats", write_stats)
+    elif window == "rename":
+        replace = os.replace
+
+        def rename(src, dst, *args, **kwargs):
+            replace(src, dst, *args, **kwargs)
+            if str(src).endswith(".partial"):
+                raise _Killed(window)
+
+        monkeypatch.setattr(os, "replace", rename)
+    else:
+        unlink = pathlib.Path.unlink
+
+        def remove(self, *args, **kwargs):
+            there = self.exists()
+            unlink(self, *args, **kwargs)
+            if there and self.name.endswith(".partial.docs"):
+                raise _Killed(window)
+
+        monkeypatch.setattr(pathlib.Path, "unlink", remove)
+
+
+def test_K11_K12_a_kill_at_every_commit_step_resumes_to_the_same_output(
+    argus, shared_data, tmp_path, monkeypatch, capsys
+):
+    """Issue 48, K11/K12: a kill after the stats file was written, or after ``OUT.partial``
+    became ``OUT``, left a state the same command refused ("exists"). The end of a run is one
+    commit point now: killed at any of its steps, the same command finishes it; the output and
+    stats equal an uninterrupted run's, byte for byte, and nothing of the run is left beside
+    them. The CLI is checked on the K12 state (its checks came first and refused). One run is
+    killed at the commit point; each later step is reached by resuming a copy of that state."""
+    import shutil
+
+    from argus_ir.cli.main import main
+
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 200)
+    want = tmp_path / "want" / "out.jsonl"
+    augment_file(argus, corpus, want)
+    expected = _outputs(want)
+    leftovers = {want.name, want.name + ".stats.json"}
+    assert {p.name for p in want.parent.iterdir()} == leftovers
+    committing = tmp_path / "committing" / "out.jsonl"
+    for window in ("finishing", "stats", "rename", "rows"):
+        out = tmp_path / window / "out.jsonl"
+        if window != "finishing":  # every batch written, stopped at the commit point
+            shutil.copytree(committing.parent, out.parent)
+        with monkeypatch.context() as patched:
+            _kill_at(patched, window)
+            with pytest.raises(_Killed):
+                augment_file(argus, corpus, committing if window == "finishing" else out)
+        if window == "finishing":
+            shutil.copytree(committing.parent, out.parent)
+        assert checkpoint_path(out).is_file(), window  # killed before the commit ended
+        if window == "rename":  # K12, through the command line, as the issue met it
+            code = main(["-q", "augment", str(corpus), "--out", str(out), "--remedy", "descriptor"])
+            assert code == 0, capsys.readouterr().err
+        else:
+            summary = augment_file(argus, corpus, out)
+            assert summary.documents == 200, window
+        assert _outputs(out) == expected, window
+        assert {p.name for p in out.parent.iterdir()} == leftovers, window
+
+
+def test_F4_a_vanished_output_folder_stops_the_run_at_once(argus, shared_data, tmp_path):
+    """Issue 48, F4: the ``--out`` folder removed during a run: the run went on over the whole
+    corpus, re-made the folder and wrote a checkpoint claiming documents it had lost. It stops
+    at the next batch now, with one line naming the folder."""
+    import shutil
+
+    import argus_ir.runners.stream as stream
+
+    corpus = _corpus(shared_data, tmp_path / "c.jsonl", 64)
+    out = tmp_path / "gone" / "out.jsonl"
+    save = stream._save
+    batches = []
+
+    def save_then_remove(ckpt_file, state):
+        save(ckpt_file, state)
+        batches.append(state["documents_done"])
+        if len(batches) == 1:
+            shutil.rmtree(out.parent)  # someone removes the folder after the first batch
+
+    stream._save = save_then_remove
+    try:
+        with pytest.raises(ArgusInputError, match="the output folder went away during the run"):
+            augment_file(argus, corpus, out)
+    finally:
+        stream._save = save
+    assert len(batches) == 1 and not out.parent.exists()  # nothing re-made it

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
 
     from argus_ir.outputs import claim_output
-    from argus_ir.runners.checkpoint import load_checkpoint
+    from argus_ir.runners.checkpoint import finishing, load_checkpoint
     from argus_ir.runners.stream import (
         check_paths,
         checkpoint_path,
@@ -154,7 +154,10 @@ def run(args: argparse.Namespace) -> int:
         return _augment_on_ray(args, corpus)
     out = None if args.dry_run else args.out
     stats = stats_file_for(args.out, args.stats)
-    check_paths(corpus, out, stats, overwrite=args.overwrite, cli=True)  # before any model loads
+    # a run stopped while it committed its output: what it wrote is its own, the rerun finishes
+    own = not args.no_resume and finishing(out)
+    overwrite = args.overwrite or own
+    check_paths(corpus, out, stats, overwrite=overwrite, cli=True)  # before any model loads
     ckpt = None if out is None else checkpoint_path(out)
     state = None if ckpt is None or args.no_resume else load_checkpoint(ckpt)
     total = scan_corpus(corpus)  # every record checked before any work
@@ -165,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             out,
             flag="--out",
             taken={"the input corpus": corpus_file(corpus)},
-            overwrite=args.overwrite,
+            overwrite=overwrite,
         )
     )
     with claim:  # a second run on --out stops here, before loading its models

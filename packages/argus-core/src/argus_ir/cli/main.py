@@ -60,8 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS.values():
         module.add_parser(sub)
     for command in sub.choices.values():  # `argus augment ... --quiet` as well
-        global_options(command, command=True)
+        _global_options_everywhere(command)
     return parser
+
+
+def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
+    """The global options on a command and on each of its steps (``argus kb build -q``)."""
+    global_options(parser, command=True)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for step in action.choices.values():
+                _global_options_everywhere(step)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,6 +109,19 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
     return state
 
 
+def finishing(out: str | os.PathLike[str] | None) -> bool:
+    """Whether ``out``'s run wrote every batch and was stopped while it committed them: its
+    checkpoint says ``finishing``. The stats file and ``out`` that such a run may have written
+    already are its own, so the same command finishes the commit instead of refusing them."""
+    if out is None:
+        return False
+    try:
+        state = load_checkpoint(checkpoint_path(out))
+    except ArgusInputError:
+        return False  # a damaged checkpoint is reported where the run reads it
+    return bool(state and state.get("finishing") is True)
+
+
 def _check_settings(path: Path, state: Mapping[str, Any], card: Mapping[str, Any]) -> None:
     before = state["settings"]
     changed = sorted(k for k in set(before) | set(card) if before.get(k) != card.get(k))

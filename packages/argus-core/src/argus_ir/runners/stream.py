@@ -49,6 +49,7 @@ from argus_ir.runners.checkpoint import (
     check_paths,
     checkpoint_path,
     corpus_file,
+    finishing,
     load_checkpoint,
     lock_path,
     stats_file_for,
@@ -195,6 +196,8 @@ def augment_file(
         raise ArgusInputError("an output path is required unless this is a dry run")
     out_path = None if out is None else Path(out)
     stats_file = stats_file_for(out_path, stats_path)
+    # a run stopped while it committed: OUT and the stats file it may have written are its own
+    overwrite = overwrite or (resume and not dry_run and finishing(out_path))
     card = argus.settings_card()
     described = dict(settings) if settings is not None else card
     source = {"the input corpus": corpus_file(Path(corpus))}
@@ -341,36 +344,72 @@ def _run(
     digest = _skip_done(docs, done, str(state["digest"]), ckpt_file)
     stats = RemedyStats.from_dict(state["stats"])
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        # a resumed run with in-corpus targeting refills the reach pool from the corpus's start
-        pool = iter_corpus(corpus) if done and argus.targeting == "corpus" else None
-        _write_batches(
-            argus,
-            _bare_view_ids(corpus),
-            docs,
-            partial,
-            rows_file,
-            ckpt_file,
-            state,
-            stats,
-            total,
-            digest,
-            show_progress,
-            pool,
-        )
-    except BaseException:
-        if not ckpt_file.is_file():  # not one batch finished: nothing to resume from
-            partial.unlink(missing_ok=True)
-            rows_file.unlink(missing_ok=True)
-        raise
+    if not state.get("finishing"):
+        try:
+            # a resumed run with in-corpus targeting refills the reach pool from the corpus's start
+            pool = iter_corpus(corpus) if done and argus.targeting == "corpus" else None
+            _write_batches(
+                argus,
+                _bare_view_ids(corpus),
+                docs,
+                partial,
+                rows_file,
+                ckpt_file,
+                state,
+                stats,
+                total,
+                digest,
+                show_progress,
+                pool,
+            )
+        except BaseException:
+            if not ckpt_file.is_file():  # not one batch finished: nothing to resume from
+                partial.unlink(missing_ok=True)
+                rows_file.unlink(missing_ok=True)
+            raise
+        state["finishing"] = True  # the commit point: from here a rerun only finishes the steps
+        _save(ckpt_file, state)
+    _commit(corpus, out, stats_file, settings, stats, state, overwrite)
     done = int(state["documents_done"])
-    if stats_file is not None:  # checked again (under its lock) right before it is written
-        check_paths(corpus, out, stats_file, overwrite=overwrite)
+    return StreamSummary(stats, done, int(state.get("resumed_from", 0)), out, stats_file)
+
+
+def _commit(
+    corpus: str | os.PathLike[str],
+    out: Path,
+    stats_file: Path | None,
+    settings: Mapping[str, Any],
+    stats: RemedyStats,
+    state: Mapping[str, Any],
+    overwrite: bool,
+) -> None:
+    """The end of a run, in steps a rerun can always finish: the stats file, ``OUT.partial`` to
+    ``OUT``, then the partial stats rows and the checkpoint removed (last)."""
+    partial, rows_file = _partial_paths(out)
+    ckpt_file = checkpoint_path(out)
+    if stats_file is not None and rows_file.is_file():  # rows gone: the stats were written
+        check_paths(corpus, out, stats_file, overwrite=overwrite)  # again, under its lock
         _write_stats(stats_file, corpus, False, settings, stats, rows_file)
-    os.replace(partial, out)
+    if partial.is_file():
+        os.replace(partial, out)
+    elif not (out.is_file() and out.stat().st_size == int(state["out_bytes"])):
+        raise ArgusInputError(
+            f"{out}: the run's output is missing or not the length its checkpoint recorded "
+            f"({ckpt_file}); start over with --no-resume"
+        )
     rows_file.unlink(missing_ok=True)
     ckpt_file.unlink(missing_ok=True)
-    return StreamSummary(stats, done, int(state.get("resumed_from", 0)), out, stats_file)
+
+
+def _save(ckpt_file: Path, state: Mapping[str, Any]) -> None:
+    """Write the checkpoint (a new file renamed into place); its folder must still be there."""
+    if not ckpt_file.parent.is_dir():
+        raise ArgusInputError(
+            f"{ckpt_file.parent}: the output folder went away during the run; stopped (run the "
+            "command again to start over)"
+        )
+    with atomic_path(ckpt_file) as tmp, naming_file(ckpt_file):
+        tmp.write_text(json_text(state), "utf-8")
 
 
 def _write_batches(
@@ -411,8 +450,7 @@ def _write_batches(
                 rows_bytes=_sync(rows_fh),
                 stats=stats.to_dict(),
             )
-            with atomic_path(ckpt_file) as tmp, naming_file(ckpt_file):
-                tmp.write_text(json_text(state), "utf-8")
+            _save(ckpt_file, state)
 
 
 def _write(fh: IO[str], text: str) -> None:
