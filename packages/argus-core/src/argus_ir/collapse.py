@@ -15,7 +15,7 @@ margin takes that away while a view that is much closer to the query still lifts
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -28,10 +28,12 @@ __all__ = [
     "SOURCE_KEY",
     "Resolved",
     "SourceHits",
+    "aread_originals",
     "collapse",
     "fold_hits",
     "is_view_entry",
     "rank_sources",
+    "read_originals",
     "resolve_sources",
     "same_scope",
     "scope",
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 _HOW = ("max", "sum")
@@ -421,3 +424,44 @@ def resolve_sources(
                 [id_of(items[pos]) for pos in sorted(refused)],
                 dropped,
             )
+
+
+Steps = Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[T]]
+"""What :func:`resolve_sources` returns: a generator of the ids whose originals it needs."""
+
+
+def read_originals(
+    steps: Steps[T],
+    read: Callable[[list[str]], Mapping[str, U]],
+    metadata_of: Callable[[U], Mapping[str, Any] | None],
+) -> tuple[Resolved[T], dict[str, U]]:
+    """Run :func:`resolve_sources`' steps, reading each batch of originals with ``read``
+    (source ids to the originals found, by source id).
+
+    Returns:
+        The resolved sources and every original read, by source id.
+    """
+    fetched: dict[str, U] = {}
+    try:
+        missing = next(steps)
+        while True:
+            fetched.update(read(missing))
+            missing = steps.send({i: metadata_of(fetched[i]) for i in missing if i in fetched})
+    except StopIteration as done:
+        return done.value, fetched
+
+
+async def aread_originals(
+    steps: Steps[T],
+    read: Callable[[list[str]], Awaitable[Mapping[str, U]]],
+    metadata_of: Callable[[U], Mapping[str, Any] | None],
+) -> tuple[Resolved[T], dict[str, U]]:
+    """:func:`read_originals` with an async ``read``."""
+    fetched: dict[str, U] = {}
+    try:
+        missing = next(steps)
+        while True:
+            fetched.update(await read(missing))
+            missing = steps.send({i: metadata_of(fetched[i]) for i in missing if i in fetched})
+    except StopIteration as done:
+        return done.value, fetched

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -21,9 +21,12 @@ from argus_ir.collapse import (
     DEFAULT_VIEW_DISCOUNT,
     Resolved,
     SourceHits,
+    Steps,
+    aread_originals,
     fold_hits,
     is_view_entry,
     rank_sources,
+    read_originals,
     resolve_sources,
     source_id_of,
 )
@@ -240,15 +243,10 @@ class ArgusRetriever(BaseRetriever):
             hits = self.vectorstore.similarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
-        steps = self._resolve(hits, k, search)
-        fetched: dict[str, Document] = {}
-        try:
-            missing = next(steps)
-            while True:
-                fetched.update(self._fetch(missing))
-                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
-        except StopIteration as done:
-            return _finish(done.value, fetched)
+        resolved, fetched = read_originals(
+            self._resolve(hits, k, search), self._fetch, lambda d: d.metadata
+        )
+        return _finish(resolved, fetched)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -274,19 +272,14 @@ class ArgusRetriever(BaseRetriever):
             hits = await self.vectorstore.asimilarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
-        steps = self._resolve(hits, k, search)
-        fetched: dict[str, Document] = {}
-        try:
-            missing = next(steps)
-            while True:
-                fetched.update(await self._afetch(missing))
-                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
-        except StopIteration as done:
-            return _finish(done.value, fetched)
+        resolved, fetched = await aread_originals(
+            self._resolve(hits, k, search), self._afetch, lambda d: d.metadata
+        )
+        return _finish(resolved, fetched)
 
     def _resolve(
         self, hits: Sequence[tuple[Document, float]], k: int, search: dict[str, Any]
-    ) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[_Hit]]:
+    ) -> Steps[_Hit]:
         """The core's :func:`~argus_ir.collapse.resolve_sources` over the scored hits."""
         return resolve_sources(
             _hits(hits),

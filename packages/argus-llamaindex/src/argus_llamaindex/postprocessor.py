@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, field_validator
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, Resolved, rank_sources, resolve_sources
+from argus_ir.collapse import (
+    DEFAULT_VIEW_DISCOUNT,
+    Resolved,
+    Steps,
+    aread_originals,
+    rank_sources,
+    read_originals,
+    resolve_sources,
+)
 from argus_llamaindex._scores import SCORES, relevance_of
 
 __all__ = ["ArgusPostprocessor"]
@@ -103,16 +111,15 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         vector_store, docstore = self._stores()
-        steps = self._resolve(nodes, vector_store)
-        fetched: dict[str, BaseNode] = {}
-        try:
-            missing = next(steps)
-            while True:
-                fetched.update(_from_vector_store(vector_store, missing))
-                fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
-                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
-        except StopIteration as done:
-            return _results(done.value, fetched, vector_store, docstore)
+
+        def read(ids: list[str]) -> dict[str, BaseNode]:
+            found = _from_vector_store(vector_store, ids)
+            return {**found, **_from_docstore(docstore, [i for i in ids if i not in found])}
+
+        resolved, fetched = read_originals(
+            self._resolve(nodes, vector_store), read, lambda n: n.metadata
+        )
+        return _results(resolved, fetched, vector_store, docstore)
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -120,20 +127,17 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         """As :meth:`_postprocess_nodes`, reading originals with the store's async ``aget_nodes``
         (a Qdrant store given only an ``AsyncQdrantClient`` has no synchronous read)."""
         vector_store, docstore = self._stores()
-        steps = self._resolve(nodes, vector_store)
-        fetched: dict[str, BaseNode] = {}
-        try:
-            missing = next(steps)
-            while True:
-                fetched.update(await _from_vector_store_async(vector_store, missing))
-                fetched.update(_from_docstore(docstore, [i for i in missing if i not in fetched]))
-                missing = steps.send({i: fetched[i].metadata for i in missing if i in fetched})
-        except StopIteration as done:
-            return _results(done.value, fetched, vector_store, docstore)
 
-    def _resolve(
-        self, nodes: list[NodeWithScore], vector_store: Any
-    ) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[NodeWithScore]]:
+        async def read(ids: list[str]) -> dict[str, BaseNode]:
+            found = await _from_vector_store_async(vector_store, ids)
+            return {**found, **_from_docstore(docstore, [i for i in ids if i not in found])}
+
+        resolved, fetched = await aread_originals(
+            self._resolve(nodes, vector_store), read, lambda n: n.metadata
+        )
+        return _results(resolved, fetched, vector_store, docstore)
+
+    def _resolve(self, nodes: list[NodeWithScore], vector_store: Any) -> Steps[NodeWithScore]:
         """The core's :func:`~argus_ir.collapse.resolve_sources` over the retrieved nodes."""
         relevance = relevance_of(self.scores, vector_store)
         return resolve_sources(

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DocumentStore
 
-from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT, Resolved, rank_sources, resolve_sources
+from argus_ir.collapse import (
+    DEFAULT_VIEW_DISCOUNT,
+    Resolved,
+    Steps,
+    aread_originals,
+    rank_sources,
+    read_originals,
+    resolve_sources,
+)
 from argus_ir.errors import ArgusInputError
 from haystack_integrations.components.rankers.argus._scores import SCORES, relevance_of
 from haystack_integrations.components.rankers.argus._stores import aread, read, twin_store
@@ -126,15 +133,10 @@ class ArgusCollapser:
         :raises ValueError: ``scores="auto"`` and a Chroma store of an unknown space.
         """
         self._share_store()
-        steps = self._resolve(documents, top_k)
-        fetched: dict[str, Document] = {}
-        try:
-            missing = next(steps)
-            while True:
-                fetched.update(self._fetch(missing))
-                missing = steps.send({i: fetched[i].meta for i in missing if i in fetched})
-        except StopIteration as done:
-            return {"documents": self._results(done.value, fetched)}
+        resolved, fetched = read_originals(
+            self._resolve(documents, top_k), self._fetch, lambda d: d.meta
+        )
+        return {"documents": self._results(resolved, fetched)}
 
     @component.output_types(documents=list[Document])
     async def run_async(
@@ -147,15 +149,10 @@ class ArgusCollapser:
         :returns: As :meth:`run`.
         """
         self._share_store()
-        steps = self._resolve(documents, top_k)
-        fetched: dict[str, Document] = {}
-        try:
-            missing = next(steps)
-            while True:
-                fetched.update(await self._fetch_async(missing))
-                missing = steps.send({i: fetched[i].meta for i in missing if i in fetched})
-        except StopIteration as done:
-            return {"documents": self._results(done.value, fetched)}
+        resolved, fetched = await aread_originals(
+            self._resolve(documents, top_k), self._fetch_async, lambda d: d.meta
+        )
+        return {"documents": self._results(resolved, fetched)}
 
     def _share_store(self) -> None:
         """Use the pipeline's live store in place of this component's copy of it, once."""
@@ -195,9 +192,7 @@ class ArgusCollapser:
             )
         return out
 
-    def _resolve(
-        self, documents: list[Document], top_k: int | None
-    ) -> Generator[list[str], Mapping[str, Mapping[str, Any] | None], Resolved[Document]]:
+    def _resolve(self, documents: list[Document], top_k: int | None) -> Steps[Document]:
         """The core's :func:`~argus_ir.collapse.resolve_sources` over the retrieved documents."""
         k = self.top_k if top_k is None else top_k
         if k is not None and k < 0:
