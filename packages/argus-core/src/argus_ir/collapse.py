@@ -15,6 +15,7 @@ margin takes that away while a view that is much closer to the query still lifts
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Collection, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -38,6 +39,7 @@ __all__ = [
     "same_scope",
     "scope",
     "source_id_of",
+    "warn_refused",
 ]
 
 T = TypeVar("T")
@@ -465,3 +467,14 @@ async def aread_originals(
             missing = steps.send({i: metadata_of(fetched[i]) for i in missing if i in fetched})
     except StopIteration as done:
         return done.value, fetched
+
+
+def warn_refused(log: logging.Logger, refused: Collection[str]) -> None:
+    """The one warning every adapter gives for the views a query refused (none: no warning)."""
+    if refused:
+        log.warning(
+            "%d view(s) not folded: their metadata differs from their source's original (a view "
+            "from another scope, or lineage argus did not write): %s",
+            len(refused),
+            ", ".join(map(repr, refused)),
+        )

@@ -29,6 +29,7 @@ from argus_ir.collapse import (
     read_originals,
     resolve_sources,
     source_id_of,
+    warn_refused,
 )
 from argus_ir.errors import ArgusInputError
 from langchain_argus._scores import hint, relevance_per_cosine
@@ -354,13 +355,7 @@ def _finish(resolved: Resolved[_Hit], fetched: Mapping[str, Document]) -> list[D
         if not doc.id and f.source_id:  # a store that returns no ids (LanceDB): its source's
             doc = doc.model_copy(update={"id": f.source_id})
         out.append(doc)
-    if resolved.refused:
-        logger.warning(
-            "%d view(s) not folded: their metadata differs from their source's original (a view "
-            "from another scope, or lineage argus did not write): %s",
-            len(resolved.refused),
-            ", ".join(map(repr, resolved.refused)),
-        )
+    warn_refused(logger, resolved.refused)
     if resolved.dropped:
         logger.warning(
             "%d source(s) dropped: only their views were retrieved and their originals could not "

@@ -18,6 +18,7 @@ from argus_ir.collapse import (
     rank_sources,
     read_originals,
     resolve_sources,
+    warn_refused,
 )
 from argus_llamaindex._scores import SCORES, relevance_of
 
@@ -165,13 +166,7 @@ def _results(
         )
         for f in resolved.sources
     ]
-    if resolved.refused:
-        logger.warning(
-            "%d view(s) not folded: their metadata differs from their source's original (a view "
-            "from another scope, or lineage argus did not write): %s",
-            len(resolved.refused),
-            ", ".join(map(repr, resolved.refused)),
-        )
+    warn_refused(logger, resolved.refused)
     if resolved.dropped:
         logger.warning(
             "dropped %d source(s) retrieved only through views whose original could not be "

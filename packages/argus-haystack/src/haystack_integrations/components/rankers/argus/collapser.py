@@ -17,6 +17,7 @@ from argus_ir.collapse import (
     rank_sources,
     read_originals,
     resolve_sources,
+    warn_refused,
 )
 from argus_ir.errors import ArgusInputError
 from haystack_integrations.components.rankers.argus._scores import SCORES, relevance_of
@@ -175,13 +176,7 @@ class ArgusCollapser:
         for f in resolved.sources:
             doc = f.original or fetched.get(f.source_id) or f.best  # a view only without a store
             out.append(doc if f.score is None else replace(doc, score=f.score))
-        if resolved.refused:
-            logger.warning(
-                "%d view(s) not folded: their meta differs from their source's original (a view "
-                "from another scope, or lineage argus did not write): %s",
-                len(resolved.refused),
-                resolved.refused,
-            )
+        warn_refused(logger, resolved.refused)
         if resolved.dropped:
             logger.warning(
                 "dropped %d source(s) retrieved only through views whose original %s does not "
