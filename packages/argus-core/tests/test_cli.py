@@ -703,3 +703,25 @@ def test_C1_global_options_follow_every_step():
         assert args.quiet is True, argv
     assert parser.parse_args(["-q", "kb", "build", "--out", "kb"]).quiet is True
     assert parser.parse_args(["kb", "build", "--out", "kb"]).quiet is False
+
+
+def test_F3b_stats_in_a_read_only_folder_is_refused_before_any_model_loads(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 48, F3b: ``--stats`` in a folder that takes no file was refused only after the
+    33 s model load (it is written last); it is refused with the other path checks now."""
+    from argus_ir.pipeline import Argus
+
+    def no_load(self, *args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(Argus, "load", no_load)
+    monkeypatch.setattr(Argus, "_get", no_load)
+    corpus = tmp_path / "c.jsonl"
+    _write_jsonl(corpus, AUGMENT_CORPUS)
+    stats = "/sys/argus-test-stats.json"  # sysfs takes no new file, even from root
+    argv = ["-q", "augment", str(corpus), "--out", str(tmp_path / "o.jsonl"), "--stats", stats]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"argus augment: error: --stats {stats}: cannot write in /sys (Permission denied)"
+    assert not (tmp_path / "o.jsonl").exists()

@@ -447,3 +447,17 @@ def test_a_bad_byte_is_reported_on_its_own_line(tmp_path):
     # a byte-order mark at the start is not an error
     path.write_bytes(b"\xef\xbb\xbf" + good)
     assert [d.id for d in iter_documents(path)] == ["a"]
+
+
+def test_H9_metadata_nested_too_deep_is_named_with_its_line(tmp_path):
+    """Issue 48, H9: metadata nested 100,000 deep ended in a 38-line ``RecursionError``
+    traceback; it is one error naming the file and line now."""
+    from argus_ir.documents import read_documents
+
+    path = tmp_path / "c.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    path.write_text(
+        '{"_id": "a", "text": "ok"}\n{"_id": "b", "text": "x", "metadata": ' + deep + "}\n"
+    )
+    with pytest.raises(ArgusInputError, match=r"c\.jsonl:2: JSON nested too deep to read"):
+        read_documents(path)

@@ -370,3 +370,21 @@ def test_only_a_form_written_as_a_name_is_a_place(gazetteer):
     assert gazetteer.lookup("talin") == [] and gazetteer.lookup("miRNAs") == []
     assert gazetteer.lookup("the Netherlands") != []
     assert gazetteer.lookup("St Mary's church, ljubljana") == []  # no part written as a name
+
+
+def test_F7b_the_gazetteer_cache_has_the_usual_file_mode(tmp_path):
+    """Issue 48, F7b: the gazetteer cache was written 0600 (a temporary file's mode) while
+    argus's other cache files are 0644; it takes the usual mode now."""
+    import os
+
+    import numpy as np
+
+    from argus_ir.kb.placetable import _store
+
+    path = tmp_path / "places.npz"
+    _store(path, {"a": np.arange(3)})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert np.load(path)["a"].tolist() == [0, 1, 2]
+    assert [p.name for p in tmp_path.iterdir()] == ["places.npz"]  # no temporary file left

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,12 +138,18 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                yield n, json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as exc:
                 snippet = line.strip()[:SNIPPET]
                 raise ArgusInputError(
                     f"{path}:{n}: not valid JSON ({exc.msg}): {snippet!r}"
                 ) from None
+            except RecursionError:  # a value nested deeper than Python's parser goes
+                raise ArgusInputError(
+                    f"{path}:{n}: JSON nested too deep to read (more than about "
+                    f"{sys.getrecursionlimit():,} levels of arrays or objects)"
+                ) from None
+            yield n, value
 
 
 def folder_hash(folder: Path) -> str:

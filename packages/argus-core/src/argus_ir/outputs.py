@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -64,6 +65,20 @@ def _hint(flag: str) -> str:
     return "--overwrite" if flag.startswith("--") else "overwrite=True"
 
 
+def _check_writable(target: Path, shown: str) -> None:
+    """Refuse a file whose folder takes no new file (read-only, or not ours), before any work:
+    a file is made there and removed at once. A folder still to be made is not checked."""
+    folder = target.parent
+    if not folder.is_dir():
+        return
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ArgusInputError(f"{shown}: cannot write in {folder} ({reason})") from None
+
+
 def check_output(
     path: PathLike,
     *,
@@ -74,6 +89,7 @@ def check_output(
     folder: bool = False,
     kind: str = "",
     is_kind: Callable[[Path], bool] | None = None,
+    writable: bool = False,
 ) -> Path:
     """Refuse a path argus must not write; return it resolved.
 
@@ -88,6 +104,8 @@ def check_output(
         kind: What a folder of this command is ("KB folder"), for the messages.
         is_kind: Whether an existing non-empty folder is of ``kind`` (and so may be replaced with
             ``overwrite``). ``None``: no folder may be replaced.
+        writable: Also refuse a file whose existing folder takes no new file (one is made there
+            and removed at once): for a file written only at the end of a run (``--stats``).
 
     Raises:
         ArgusInputError: ``path`` is an input or another output of the run, holds an input, is a
@@ -118,6 +136,8 @@ def check_output(
             raise ArgusInputError(f"{shown} is a folder; name the file to write")
         if target.exists() and not overwrite:
             raise ArgusInputError(f"{path} exists; pass {_hint(flag)} to replace it")
+        if writable:
+            _check_writable(target, shown)
         return target
     if target.exists() and not target.is_dir():
         raise ArgusInputError(f"{shown} is a file; name a folder to write")

@@ -19,8 +19,6 @@ import hashlib
 import inspect
 import json
 import logging
-import os
-import tempfile
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from argus_ir.io import atomic_path
 from argus_ir.kb.forms import fold, is_common_word, is_given_name
 from argus_ir.kb.geodata import COUNTRY_ALIASES, REGIONS
 from argus_ir.text.grounding import normalize
@@ -315,18 +314,12 @@ def place_tables(gnc: Any, min_population: int, *, cache: Path | None) -> PlaceT
 
 
 def _store(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write the tables beside their final name and rename (a reader never sees half a file)."""
+    """Write the tables beside their final name and rename (a reader never sees half a file),
+    with the usual file mode, as argus's other cache files."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                savez: Any = np.savez  # numpy's stubs type the arrays' names as its options
-                savez(fh, **arrays)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            savez: Any = np.savez  # numpy's stubs type the arrays' names as its options
+            savez(fh, **arrays)
     except OSError as exc:
         logger.info("gazetteer tables not cached at %s (%s)", path, exc)
 

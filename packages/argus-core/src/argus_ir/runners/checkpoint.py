@@ -20,7 +20,7 @@ from typing import IO, Any
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import naming_file
-from argus_ir.outputs import check_output, lock_path
+from argus_ir.outputs import check_output, lock_path, resolved
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -219,7 +219,10 @@ def check_paths(
         check_output(cache, flag="", taken=taken, overwrite=True, folder=True, is_kind=_any)
         taken.update({out_flag: out, **own})
     if stats is not None:
-        check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite)
+        # written last, so a folder that takes no file is refused now, before any work (out's
+        # own folder is tried by its lock, before any model loads)
+        elsewhere = out is None or resolved(stats).parent != resolved(out).parent
+        check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite, writable=elsewhere)
 
 
 def _any(folder: Path) -> bool:
