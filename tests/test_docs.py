@@ -41,6 +41,8 @@ def test_issue_47_docs_say_what_users_of_each_store_must_know():
     assert "2·cos − 1" in langchain and "LanceDB" in langchain
     assert "PGVector ids are one namespace per database" in langchain  # defect 7
     assert "deletes by id only" in langchain  # no delete by metadata filter on PGVector
+    # issue 48, A3: index() after a lost collection re-added only the documents it did not list
+    assert "Clear the record manager together with the store" in langchain
     assert "pgvector_originals" in langchain and "lancedb_originals" in langchain
     assert "documents without scores" in langchain
     assert "`l2_distance`" in haystack and "most others give a" not in haystack

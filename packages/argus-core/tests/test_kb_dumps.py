@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -284,3 +285,43 @@ def test_cli_kb_build_writes_a_folder_argus_opens(tmp_path, capsys):
         == 0
     )
     assert len(load_kb_folder(limited)) == 2
+
+
+def test_KB11_a_rebuild_removes_what_a_killed_build_left_and_puts_a_cut_swap_back(tmp_path):
+    """Issue 48, KB11: 2 of 10 killed ``kb build`` runs left hidden ``.kb.*`` temporary folders
+    that the rerun never removed. A build of the folder removes them first (under the folder's
+    lock); one cut during the swap (the old KB moved aside, the new not yet in place) has its old
+    KB put back first, so the rerun replaces it as it would have."""
+    from argus_ir.kb import Passage
+    from argus_ir.kb.disk import DiskKB, build_disk_kb
+
+    def records(text: str):
+        return [(Passage("b", "Bled", text), ["Lake Bled"])]
+
+    kb = build_disk_kb(records("A town in Slovenia."), tmp_path / "kb")
+    (tmp_path / ".kb.zz12ab34").mkdir()  # a build killed while writing
+    (tmp_path / ".kb.zz12ab34" / "passages.arrow").write_bytes(b"half")
+    (tmp_path / ".kbx.zz12ab34").mkdir()  # another folder's: not touched
+    build_disk_kb(records("A lake town in Slovenia."), kb, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kbx.zz12ab34", "kb"]
+
+    aside = tmp_path / ".kb.qq12ab34.old"  # killed right after the old KB was moved aside
+    aside.mkdir()
+    os.replace(kb, aside / "previous")
+    build_disk_kb(records("An alpine lake town."), kb, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kbx.zz12ab34", "kb"]
+    assert DiskKB(kb).passage("b").text == "An alpine lake town."
+
+
+def test_C2_the_build_summary_counts_the_abstracts_it_left_out(tmp_path, capsys):
+    """Issue 48, C2: ``kb build``'s summary did not count the 123 short passages it dropped;
+    it names how many abstracts were left out as short, untitled or table residue."""
+    from argus_ir.cli import main
+
+    kept = len(list(read_wikipedia_abstracts(ABSTRACTS)))
+    docs = ABSTRACTS.read_text(encoding="utf-8").count("<doc>")
+    argv = ["--quiet", "kb", "build", "--wikipedia-abstracts", str(ABSTRACTS)]
+    assert main([*argv, "--out", str(tmp_path / "kb")]) == 0
+    out = capsys.readouterr().out
+    assert f"{kept} passages" in out and docs - kept == 2
+    assert "2 short, untitled or table-residue abstracts skipped" in out

@@ -82,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
         "is_kind": is_kb_folder,
     }
     check_output(args.out, **rule)  # before any input is read
-    texts = itertools.chain.from_iterable(read_dump(f, p) for f, p in inputs if f != "wikidata")
+    skipped: dict[str, int] = {}  # what the readers leave out on purpose, for the summary
+    texts = itertools.chain.from_iterable(
+        read_dump(f, p, skipped) for f, p in inputs if f != "wikidata"
+    )
     wikidata = [p for f, p in inputs if f == "wikidata"]
     records = merge(
         texts,
@@ -115,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     card = json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))
     c = card["counts"]
     print(
-        f"{c['passages']} passages, {c['aliases']} aliases ({c['duplicate_ids']} repeated ids and "
-        f"{c['empty']} empty passages skipped) -> {folder}"
+        f"{c['passages']} passages, {c['aliases']} aliases ({c['duplicate_ids']} repeated ids, "
+        f"{c['empty']} empty passages and {skipped.get('short', 0)} short, untitled or "
+        f"table-residue abstracts skipped) -> {folder}"
     )
     return 0

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,8 +47,10 @@ from argus_ir.kb.reference import (  # one KB family: the card and index names a
     rank,
     read_card,
 )
-from argus_ir.outputs import check_output
+from argus_ir.outputs import check_output, claim_output
 from argus_ir.text.grounding import normalize
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["DISK_FORMAT_VERSION", "DiskKB", "build_disk_kb", "load_kb_folder"]
 
@@ -90,11 +94,41 @@ def build_disk_kb(
     Raises:
         ArgusInputError: No passage was read, or ``folder`` may not be written.
     """
+    rule: dict[str, Any] = {"flag": "folder", "overwrite": overwrite, "folder": True}
+    with claim_output(folder, **rule, kind="KB folder", is_kind=is_kb_folder) as target:
+        _clear_stale(target)  # under the lock: no other build of this folder is running
+        return _build(records, target, rule, sources, show_progress)
+
+
+def _clear_stale(target: Path) -> None:
+    """Remove what a killed build of ``target`` left beside it: its temporary folder
+    (``.NAME.XXXXXXXX``) and, from a kill during the swap, the folder moved aside
+    (``.NAME.XXXXXXXX.old``), which is put back first when ``target`` itself is missing."""
+    if not target.parent.is_dir():
+        return
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[A-Za-z0-9_]{{8}}(\.old)?")
+    for stale in sorted(target.parent.iterdir()):
+        found = pattern.fullmatch(stale.name)
+        if found is None or not stale.is_dir() or stale.is_symlink():
+            continue
+        previous = stale / "previous"
+        if found.group(1) and previous.is_dir() and not target.exists():
+            os.replace(previous, target)  # the swap was cut: the old KB goes back in place
+        logger.info("removing %s, left by a build that did not finish", stale)
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _build(
+    records: Iterable[tuple[Passage, Sequence[str]]],
+    target: Path,
+    rule: dict[str, Any],
+    sources: Mapping[str, Any] | None,
+    show_progress: bool,
+) -> Path:
+    """:func:`build_disk_kb`'s work, with ``target``'s lock held."""
     import pyarrow as pa
 
     bm25s = _bm25s()
-    rule: dict[str, Any] = {"flag": "folder", "overwrite": overwrite, "folder": True}
-    target = check_output(folder, **rule, kind="KB folder", is_kind=is_kb_folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     schema = pa.schema(

@@ -106,10 +106,12 @@ class _Counted:
 # -- Wikipedia abstracts (XML) --------------------------------------------------------------------
 
 
-def read_wikipedia_abstracts(path: str | Path, *, min_chars: int = 20) -> Iterator[Record]:
+def read_wikipedia_abstracts(
+    path: str | Path, *, min_chars: int = 20, skipped: dict[str, int] | None = None
+) -> Iterator[Record]:
     """Passages of a Wikipedia abstracts dump (``<doc><title>Wikipedia: X</title><url/>
     <abstract/>``); abstracts shorter than ``min_chars`` or made of table residue ("|...") are
-    skipped.
+    skipped (an untitled one too), and counted in ``skipped["short"]`` when ``skipped`` is given.
 
     Raises:
         ArgusInputError: The file is not XML of that shape, or a compressed dump is cut short
@@ -130,6 +132,8 @@ def read_wikipedia_abstracts(path: str | Path, *, min_chars: int = 20) -> Iterat
                 text = " ".join((element.findtext("abstract") or "").split())
                 element.clear()
                 if not title or len(text) < min_chars or text.startswith(("|", "{", "!")):
+                    if skipped is not None:
+                        skipped["short"] = skipped.get("short", 0) + 1
                     continue
                 yield Passage(f"enwiki:{title}", title, text), []
         except ET.ParseError as exc:
@@ -315,10 +319,13 @@ def read_passages(path: str | Path) -> Iterator[Record]:
         yield Passage(pid, rec["title"], rec["text"], str(desc)), [str(a) for a in aliases]
 
 
-def read_dump(fmt: str, path: str | Path) -> Iterator[Record]:
-    """The records of one input by format (:data:`FORMATS`; Wikidata without its sitelinks)."""
+def read_dump(
+    fmt: str, path: str | Path, skipped: dict[str, int] | None = None
+) -> Iterator[Record]:
+    """The records of one input by format (:data:`FORMATS`; Wikidata without its sitelinks);
+    ``skipped`` counts what a reader leaves out on purpose (``"short"`` abstracts)."""
     if fmt == "wikipedia-abstracts":
-        return read_wikipedia_abstracts(path)
+        return read_wikipedia_abstracts(path, skipped=skipped)
     if fmt == "dbpedia":
         return read_dbpedia(path)
     if fmt == "passages":
