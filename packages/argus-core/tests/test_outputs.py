@@ -382,3 +382,42 @@ def test_no_file_of_the_run_is_the_input(tmp_path, capsys):
             assert f"{corpus} is the input corpus" in err, suffix
         assert corpus.read_bytes() == before
         corpus.unlink()
+
+
+def _small_disk() -> None:  # `ulimit -f 4`: no file of this process may pass 4 KiB
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4 * 1024, resource.RLIM_INFINITY))
+
+
+def test_F8_F10_a_full_disk_in_kb_build_and_diagnose_names_what_was_written(tmp_path):
+    """Issue 48, F8/F10: ``kb build`` and ``diagnose`` on a full disk said only "[Errno 28] No
+    space left on device" / "File too large"; the message names the KB folder being built or
+    the output file now, in one line, and nothing half-written is left."""
+    pytest.importorskip("spacy")
+    passages = tmp_path / "inputs" / "passages.jsonl"
+    passages.parent.mkdir()
+    passages.write_text("".join(json.dumps({"id": f"p{i}", "title": f"Place {i}", "text":
+                                            f"Place {i} is a town. " * 8}) + "\n"
+                                for i in range(500)), "utf-8")  # fmt: skip
+    kb = tmp_path / "kbs" / "kb"
+    build = subprocess.run(
+        _cli("kb", "build", "--passages", passages, "--out", kb),
+        env=ENV, capture_output=True, text=True, timeout=300, preexec_fn=_small_disk,
+    )  # fmt: skip
+    assert build.returncode == 1, build.stderr
+    line = build.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"argus kb: error: {kb}: ") and "File too large" in line, line
+    assert sorted(p.name for p in kb.parent.iterdir()) == []  # no KB, no temporary folder
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": TEXTS[i % 2]}) + "\n"
+                              for i in range(120)), "utf-8")  # fmt: skip
+    out = tmp_path / "d.jsonl"
+    diagnose = subprocess.run(
+        _cli("diagnose", "--corpus", corpus, "--out", out),
+        env=ENV, capture_output=True, text=True, timeout=600, preexec_fn=_small_disk,
+    )  # fmt: skip
+    assert diagnose.returncode == 1, diagnose.stderr
+    line = diagnose.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"argus diagnose: error: {out}") and "File too large" in line, line
+    assert not out.exists()

@@ -59,7 +59,7 @@ def diagnosis_row(d: Diagnosis) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Diagnose ``--corpus``, write the rows into ``--out``, print the worst documents."""
-    from argus_ir.io import atomic_path
+    from argus_ir.io import atomic_path, naming_file
     from argus_ir.outputs import check_output, claim_output
     from argus_ir.runners.stream import corpus_file, json_line
 
@@ -73,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
     with claim_output(args.out, **rule):  # a second run on --out stops here
         results, tau = _diagnose(args, docs)
         check_output(args.out, **rule)  # again, right before the write
-        with atomic_path(args.out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        with (
+            naming_file(args.out),  # a full disk names the file (it said only "File too large")
+            atomic_path(args.out) as tmp,
+            open(tmp, "w", encoding="utf-8") as fh,
+        ):
             for r in results:
                 fh.write(json_line(diagnosis_row(r)))
     hit = [r for r in results if r.flagged]

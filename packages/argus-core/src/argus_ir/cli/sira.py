@@ -238,6 +238,7 @@ def _print_reply_stats(what: str, s: Any) -> None:
         "unparseable": s.unparseable,
         "repeating the input": s.repeats_input,
         "phrases too long": s.too_long,
+        "phrases breaking the character rules": s.rule_breaking,
         "phrases already in the text": s.copied,
         "answer-like phrases": s.answer_like,
     }

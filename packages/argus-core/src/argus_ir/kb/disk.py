@@ -35,7 +35,7 @@ import numpy as np
 
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
-from argus_ir.io import replace_folder
+from argus_ir.io import naming_file, replace_folder
 from argus_ir.kb.reference import (  # one KB family: the card and index names are the in-memory KB's
     _INDEX,
     CARD_FILE,
@@ -97,7 +97,8 @@ def build_disk_kb(
     rule: dict[str, Any] = {"flag": "folder", "overwrite": overwrite, "folder": True}
     with claim_output(folder, **rule, kind="KB folder", is_kind=is_kb_folder) as target:
         _clear_stale(target)  # under the lock: no other build of this folder is running
-        return _build(records, target, rule, sources, show_progress)
+        with naming_file(target):  # a full disk names the KB folder being built
+            return _build(records, target, rule, sources, show_progress)
 
 
 def _clear_stale(target: Path) -> None:
