@@ -725,3 +725,25 @@ def test_F3b_stats_in_a_read_only_folder_is_refused_before_any_model_loads(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"argus augment: error: --stats {stats}: cannot write in /sys (Permission denied)"
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_every_command_that_calls_an_llm_takes_the_call_options():
+    """Issue 48: the same --llm-timeout and --llm-retries on every command that calls an LLM
+    (augment, evaluate, every sira step, coverage), reaching an openai: backend."""
+    from argus_ir.cli.common import llm_arg
+    from argus_ir.cli.main import build_parser
+    from argus_ir.llm import OpenAICompatibleLLM
+
+    parser = build_parser()
+    llm = ["--llm", "openai:http://127.0.0.1:9/v1@m", "--llm-timeout", "7", "--llm-retries", "1"]
+    for argv in (
+        ["augment", "c.jsonl", "--out", "o.jsonl"],
+        ["evaluate", "d", "--out", "o"],
+        ["sira", "index", "c.jsonl", "--out", "o"],
+        ["sira", "search", "idx", "q"],
+        ["sira", "evaluate", "d", "--out", "o"],
+        ["coverage", "d", "--out", "o"],
+    ):
+        backend = llm_arg(parser.parse_args([*argv, *llm]))
+        assert isinstance(backend, OpenAICompatibleLLM), argv
+        assert (backend.timeout, backend.max_retries) == (7.0, 1), argv

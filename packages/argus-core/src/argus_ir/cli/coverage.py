@@ -8,7 +8,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from argus_ir.cli.options import out_folder_option, split_option
+from argus_ir.cli.common import llm_arg
+from argus_ir.cli.options import llm_call_options, out_folder_option, split_option
 
 __all__ = ["add_parser", "run"]
 
@@ -65,6 +66,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="transformers",
         help="LLM for --gap-queries and --entities llm (an --llm spec)",
     )
+    llm_call_options(p, "--llm", "120")
     p.add_argument("--cache", type=Path, help="LLM reply cache folder (default: OUT/llm-cache)")
     p.add_argument(
         "--vector-cache",
@@ -97,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     if args.gap_queries or args.entities == "llm":
         from argus_ir.llm import CallCache, load_llm
 
-        llm, cache = load_llm(args.llm), CallCache(args.cache or args.out / "llm-cache")
+        spec = llm_arg(args)  # a spec, or a backend built with --llm-timeout / --llm-retries
+        llm = load_llm(spec) if isinstance(spec, str) else spec
+        cache = CallCache(args.cache or args.out / "llm-cache")
     mentioner: Any = None
     if args.entities == "llm":
         mentioner = LLMMentions(llm, cache=cache)
