@@ -674,7 +674,7 @@ def test_F4_a_vanished_output_folder_stops_the_run_at_once(argus, shared_data, t
 
     corpus = _corpus(shared_data, tmp_path / "c.jsonl", 64)
     out = tmp_path / "gone" / "out.jsonl"
-    save = stream._save
+    save = stream.save_checkpoint
     batches = []
 
     def save_then_remove(ckpt_file, state):
@@ -683,10 +683,10 @@ def test_F4_a_vanished_output_folder_stops_the_run_at_once(argus, shared_data, t
         if len(batches) == 1:
             shutil.rmtree(out.parent)  # someone removes the folder after the first batch
 
-    stream._save = save_then_remove
+    stream.save_checkpoint = save_then_remove
     try:
         with pytest.raises(ArgusInputError, match="the output folder went away during the run"):
             augment_file(argus, corpus, out)
     finally:
-        stream._save = save
+        stream.save_checkpoint = save
     assert len(batches) == 1 and not out.parent.exists()  # nothing re-made it

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
-from argus_ir.io import naming_file
+from argus_ir.io import atomic_path, json_text, naming_file
 from argus_ir.outputs import check_output, lock_path, resolved
 
 __all__ = [
@@ -27,9 +27,11 @@ __all__ = [
     "check_paths",
     "checkpoint_path",
     "corpus_file",
+    "finishing",
     "kb_llm_cache_path",
     "load_checkpoint",
     "lock_path",
+    "save_checkpoint",
     "stats_file_for",
 ]
 
@@ -107,6 +109,21 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
         )
     state["resumed_from"] = int(state["documents_done"])
     return state
+
+
+def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
+    """Write the checkpoint (a new file renamed into place); its folder must still be there.
+
+    Raises:
+        ArgusInputError: The output folder went away during the run (it is not made again).
+    """
+    if not path.parent.is_dir():
+        raise ArgusInputError(
+            f"{path.parent}: the output folder went away during the run; stopped (run the "
+            "command again to start over)"
+        )
+    with atomic_path(path) as tmp, naming_file(path):
+        tmp.write_text(json_text(state), "utf-8")
 
 
 def finishing(out: str | os.PathLike[str] | None) -> bool:

@@ -52,6 +52,7 @@ from argus_ir.runners.checkpoint import (
     finishing,
     load_checkpoint,
     lock_path,
+    save_checkpoint,
     stats_file_for,
 )
 
@@ -368,7 +369,7 @@ def _run(
                 rows_file.unlink(missing_ok=True)
             raise
         state["finishing"] = True  # the commit point: from here a rerun only finishes the steps
-        _save(ckpt_file, state)
+        save_checkpoint(ckpt_file, state)
     _commit(corpus, out, stats_file, settings, stats, state, overwrite)
     done = int(state["documents_done"])
     return StreamSummary(stats, done, int(state.get("resumed_from", 0)), out, stats_file)
@@ -399,17 +400,6 @@ def _commit(
         )
     rows_file.unlink(missing_ok=True)
     ckpt_file.unlink(missing_ok=True)
-
-
-def _save(ckpt_file: Path, state: Mapping[str, Any]) -> None:
-    """Write the checkpoint (a new file renamed into place); its folder must still be there."""
-    if not ckpt_file.parent.is_dir():
-        raise ArgusInputError(
-            f"{ckpt_file.parent}: the output folder went away during the run; stopped (run the "
-            "command again to start over)"
-        )
-    with atomic_path(ckpt_file) as tmp, naming_file(ckpt_file):
-        tmp.write_text(json_text(state), "utf-8")
 
 
 def _write_batches(
@@ -450,7 +440,7 @@ def _write_batches(
                 rows_bytes=_sync(rows_fh),
                 stats=stats.to_dict(),
             )
-            _save(ckpt_file, state)
+            save_checkpoint(ckpt_file, state)
 
 
 def _write(fh: IO[str], text: str) -> None:
