@@ -233,23 +233,23 @@ def _pg_connect(store: Any) -> Any:
     return psycopg.connect(url)
 
 
-def _pg_contents(store: Any) -> tuple[list[str], list[Any], list[dict]]:
+def _pg_rows(store: Any, columns: str) -> list[tuple[Any, ...]]:
+    """``columns`` of every row of the store's collection (its rows in langchain-postgres's table)."""
     with _pg_connect(store) as conn:
-        rows = conn.execute(
-            "SELECT e.id, e.embedding::text, e.cmetadata FROM langchain_pg_embedding e "
+        return conn.execute(
+            f"SELECT {columns} FROM langchain_pg_embedding e "
             "JOIN langchain_pg_collection c ON e.collection_id = c.uuid WHERE c.name = %s",
             (store.collection_name,),
         ).fetchall()
+
+
+def _pg_contents(store: Any) -> tuple[list[str], list[Any], list[dict]]:
+    rows = _pg_rows(store, "e.id, e.embedding::text, e.cmetadata")
     return [r[0] for r in rows], [json.loads(r[1]) for r in rows], [r[2] or {} for r in rows]
 
 
 def _pg_texts(store: Any) -> tuple[list[str], list[str]]:
-    with _pg_connect(store) as conn:
-        rows = conn.execute(
-            "SELECT e.id, e.document FROM langchain_pg_embedding e "
-            "JOIN langchain_pg_collection c ON e.collection_id = c.uuid WHERE c.name = %s",
-            (store.collection_name,),
-        ).fetchall()
+    rows = _pg_rows(store, "e.id, e.document")
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
