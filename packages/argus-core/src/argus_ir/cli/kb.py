@@ -29,7 +29,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Reads Wikipedia's abstracts dump, Wikidata's JSON dump, DBpedia abstracts "
         "(N-Triples / Turtle) or a passages file (JSONL/Parquet/CSV: id, title, text, optional "
         "description and aliases), .gz and .bz2 as they are, and writes a KB folder: passages "
-        "(Arrow), a bm25s index opened memory-mapped, an exact-name table of titles and aliases, "
+        "(Arrow), a BM25 index opened memory-mapped, an exact-name table of titles and aliases, "
         "and a card with sources, licences and counts. Wikidata entities whose English "
         "Wikipedia title names a text passage give it their description and aliases.",
     )

@@ -84,8 +84,6 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    if not args.verbose:  # bm25s sets its own logger to DEBUG
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
     if args.quiet:  # also the model-loading bars of transformers / the hub
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:

@@ -7,8 +7,8 @@ and :class:`DiskKB` opens it memory-mapped:
 - ``passages.arrow``: the passages as an Arrow IPC file (id, title, text, description), opened
   memory-mapped, so a lookup reads the two passages it returns and nothing else (a Parquet file
   would have to decode a whole row group per lookup);
-- ``bm25/``: the bm25s index over ``title + text``, loaded memory-mapped (the vocabulary is the
-  one part read into memory);
+- ``bm25/``: the BM25 index (:mod:`argus_ir.kb.bm25`) over ``title + text``, loaded memory-mapped
+  (the vocabulary is the one part read into memory);
 - ``names.npy`` / ``name_rows.npy``: the exact-name table, 64-bit hashes of every normalised title
   and alias, sorted, with their rows; ``ids.npy`` / ``id_rows.npy`` the same for passage ids;
 - ``kb.json``: the card (format, counts, fingerprint, sources with their licences).
@@ -36,13 +36,13 @@ import numpy as np
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import naming_file, replace_folder
+from argus_ir.kb.bm25 import BM25Index, tokenize
 from argus_ir.kb.reference import (  # one KB family: the card and index names are the in-memory KB's
     _INDEX,
     CARD_FILE,
     DEFAULT_K_AUG,
     LOOKUP_CACHE_SIZE,
     Passage,
-    _bm25s,
     is_kb_folder,
     rank,
     read_card,
@@ -129,7 +129,6 @@ def _build(
     """:func:`build_disk_kb`'s work, with ``target``'s lock held."""
     import pyarrow as pa
 
-    bm25s = _bm25s()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     schema = pa.schema(
@@ -186,12 +185,10 @@ def _build(
         _write_table(tmp, "names", names)
         _write_table(tmp, "ids", [(_key(i), row) for row, i in enumerate(_ids(tmp))])
         seen.clear()
-        tokens = bm25s.tokenize(texts, stopwords="en", show_progress=show_progress)
+        ids, vocab = tokenize(texts, show_progress=show_progress)
         texts.clear()
-        index = bm25s.BM25()
-        index.index(tokens, show_progress=show_progress)
-        del tokens
-        index.save(str(tmp / _INDEX), show_progress=False)
+        BM25Index.from_ids(ids, vocab, show_progress=show_progress).save(tmp / _INDEX)
+        del ids, vocab
         card = {
             "format_version": DISK_FORMAT_VERSION,
             "layout": LAYOUT,
@@ -239,7 +236,6 @@ class DiskKB:
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         import pyarrow as pa
 
-        bm25s = _bm25s()
         self.folder = src = Path(folder)
         card = read_card(src)
         if card.get("layout") != LAYOUT:
@@ -269,12 +265,7 @@ class DiskKB:
             self._id_rows = np.load(src / "id_rows.npy", mmap_mode="r")
         except (OSError, ValueError) as exc:
             raise ArgusInputError(f"{src}: cannot read the name tables ({exc})") from None
-        try:
-            self.index = bm25s.BM25.load(str(src / _INDEX), mmap=True, show_progress=False)
-        except Exception as exc:  # bm25s raises what numpy / json raise on a cut file
-            raise ArgusInputError(
-                f"{src / _INDEX}: cannot read the BM25 index ({type(exc).__name__}: {exc})"
-            ) from None
+        self.index = BM25Index.load(src / _INDEX)
         self._columns = {n: self._table.column(n) for n in ("id", "title", "text", "description")}
         self._cache: LRU[tuple[str, int], list[tuple[Passage, float]]] = LRU(LOOKUP_CACHE_SIZE)
 

@@ -1,13 +1,13 @@
 """The reference KB that remedies draw support passages from (paper §5, App. D).
 
 A :class:`ReferenceKB` is a list of passages (title, text, optional short description) with a
-bm25s index over ``title + text``. For a flagged surface form, :meth:`ReferenceKB.lookup` returns
+BM25 index over ``title + text`` (:mod:`argus_ir.kb.bm25`). For a flagged surface form, :meth:`ReferenceKB.lookup` returns
 the top ``k_aug`` passages (default 2, the paper's); lookups are cached per normalised form.
 
 Sources: the shipped default (10,033 Wikipedia lead paragraphs, CC BY-SA 4.0, see
 ``argus_ir/data/KB_LICENSE.md``), a JSONL/Parquet/CSV file, or any iterable of passages. A KB saves
-to a folder (bm25s's own numpy/JSON files, never pickle, plus ``passages.jsonl`` and a JSON card)
-and loads back memory-mapped.
+to a folder (numpy/JSON files in bm25s's layout, never pickle, plus ``passages.jsonl`` and a JSON
+card) and loads back memory-mapped.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from argus_ir._lru import LRU
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import replace_folder
+from argus_ir.kb.bm25 import BM25Index, words
 from argus_ir.outputs import check_output
 from argus_ir.text.grounding import normalize
 
@@ -80,28 +81,10 @@ class Passage:
     description: str = ""
 
 
-def _bm25s() -> Any:
-    """Import bm25s, handing its logger back to the application's logging configuration.
-
-    bm25s sets its logger to DEBUG when imported, which floods any root handler.
-    """
-    import bm25s
-
-    logger = logging.getLogger("bm25s")
-    if logger.level == logging.DEBUG:
-        logger.setLevel(logging.NOTSET)
-    return bm25s
-
-
-def _tokenize(texts: list[str]) -> Any:
-    bm25s = _bm25s()
-    return bm25s.tokenize(texts, stopwords="en", show_progress=False)
-
-
 def postings_scores(index: Any, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """BM25 scores of the passages holding any of ``words``, ``(rows, scores)``, rows ascending:
-    bm25s's own sums (float32, term by term: equal to the bit) over the words' postings only, so
-    a lookup costs what its words occur in, whatever the KB's size."""
+    the sums bm25s would give (float32, term by term: equal to the bit) over the words' postings
+    only, so a lookup costs what its words occur in, whatever the KB's size."""
     vocab = index.vocab_dict
     ids = [vocab[w] for w in words if w in vocab]
     if not ids:
@@ -120,11 +103,10 @@ def rank(index: Any, surface: str, k: int, first: int | None = None) -> list[tup
     """The ``k`` best passage rows for a surface form with their BM25 scores (both KB kinds):
     ``first`` (the row titled or aliased with the form) first with its own score, the rest by
     score, ties by row; no other row of score 0."""
-    tokens = _tokenize([surface])
-    if not tokens.ids or not tokens.ids[0]:
+    found = words(surface)
+    if not found:
         return []
-    inverse = {i: w for w, i in tokens.vocab.items()}
-    rows, scores = postings_scores(index, [inverse[i] for i in tokens.ids[0]])
+    rows, scores = postings_scores(index, found)
     order = np.lexsort((rows, -scores))[:k]
     ranked = [(int(rows[j]), float(scores[j])) for j in order if scores[j] > 0]
     if first is not None:
@@ -170,15 +152,13 @@ def shipped_aliases() -> tuple[list[tuple[str, str]], str]:
 
 
 def _shipped_cache() -> Path:
-    """Where the shipped KB's index is kept: named by the shipped files' content, the bm25s
-    version and this format, so any change to one builds it anew."""
-    from importlib.metadata import version
-
+    """Where the shipped KB's index is kept: named by the shipped files' content and this
+    format, so any change to one builds it anew."""
     from argus_ir.encoder.models import cache_dir
 
     digest = hashlib.sha256(SHIPPED_LEADS.read_bytes())
     digest.update(SHIPPED_ALIASES.read_bytes())
-    digest.update(f"{version('bm25s')}|{FORMAT_VERSION}".encode())
+    digest.update(f"argus-bm25|{FORMAT_VERSION}".encode())
     return cache_dir() / "kb" / f"shipped-{digest.hexdigest()[:16]}"
 
 
@@ -286,7 +266,6 @@ class ReferenceKB:
         Raises:
             ArgusInputError: No passage, a repeated id or an empty passage (named by id).
         """
-        bm25s = _bm25s()
         items = list(passages)
         if not items:
             raise ArgusInputError("the reference KB has no passage")
@@ -299,11 +278,8 @@ class ReferenceKB:
                 raise ArgusInputError(f"KB passage {p.id!r} has neither title nor text")
             seen.add(p.id)
             digest.update(json.dumps(asdict(p), ensure_ascii=False).encode("utf-8"))
-        tokens = bm25s.tokenize(
-            [f"{p.title} {p.text}" for p in items], stopwords="en", show_progress=show_progress
-        )
-        index = bm25s.BM25()
-        index.index(tokens, show_progress=show_progress)
+        texts = [f"{p.title} {p.text}" for p in items]
+        index = BM25Index.build(texts, show_progress=show_progress)
         return cls(items, index, digest.hexdigest()[:16])
 
     @classmethod
@@ -348,7 +324,7 @@ class ReferenceKB:
 
         Its BM25 index is built once and kept in the argus cache folder (``$ARGUS_CACHE_DIR`` or
         ``~/.cache/argus``; ``cached=False`` builds it in memory), keyed by the shipped files'
-        content and the bm25s version, so later processes read it back (memory-mapped) instead
+        content and the index format, so later processes read it back (memory-mapped) instead
         of indexing again.
         """
         folder = _shipped_cache() if cached else None
@@ -433,7 +409,7 @@ class ReferenceKB:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
-            self.index.save(str(tmp / _INDEX), show_progress=False)
+            self.index.save(tmp / _INDEX)
             with open(tmp / _PASSAGES, "w", encoding="utf-8") as fh:
                 for p in self.passages:
                     fh.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
@@ -460,7 +436,6 @@ class ReferenceKB:
         Raises:
             ArgusInputError: The folder is not a KB folder, or is of a newer format.
         """
-        bm25s = _bm25s()
         src = Path(folder)
         card = read_card(src)
         if card.get("format_version", 0) > FORMAT_VERSION:
@@ -480,12 +455,7 @@ class ReferenceKB:
             raise ArgusInputError(
                 f"{src}: {len(passages)} passages but the card says {card['n_passages']}"
             )
-        try:
-            index = bm25s.BM25.load(str(src / _INDEX), mmap=mmap, show_progress=False)
-        except Exception as exc:  # bm25s raises what numpy / json raise on a cut file
-            raise ArgusInputError(
-                f"{src / _INDEX}: cannot read the BM25 index ({type(exc).__name__}: {exc})"
-            ) from None
+        index = BM25Index.load(src / _INDEX, mmap=mmap)
         aliases: list[tuple[str, str]] = []
         if (src / _ALIASES).is_file():
             try:

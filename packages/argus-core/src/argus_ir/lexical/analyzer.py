@@ -27,14 +27,14 @@ class Analyzer:
 
     Args:
         stemmer: A Snowball language (``"english"``) or ``None`` for no stemming.
-        stopwords: Words to drop (default: bm25s's English list).
+        stopwords: Words to drop (default: Lucene's English list, :data:`~argus_ir.kb.bm25.STOPWORDS_EN`).
     """
 
     def __init__(
         self, stemmer: str | None = "english", stopwords: Iterable[str] | None = None
     ) -> None:
         if stopwords is None:
-            from bm25s.stopwords import STOPWORDS_EN
+            from argus_ir.kb.bm25 import STOPWORDS_EN
 
             stopwords = STOPWORDS_EN
         self.stopwords = frozenset(w.lower() for w in stopwords)

@@ -1,0 +1,161 @@
+"""The KB's BM25 index (argus_ir.kb.bm25) against bm25s, and argus never starting JAX (issue 49).
+
+bm25s is the independent implementation here: argus's index must hold its very numbers and read
+and write its folders. The JAX test runs a whole ``argus augment`` in a fresh interpreter with a
+stand-in ``jax`` package first on the path that writes down who imported it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from argus_ir.errors import ArgusInputError
+from argus_ir.kb.bm25 import STOPWORDS_EN, BM25Index, tokenize, words
+from argus_ir.kb.reference import SHIPPED_LEADS
+
+bm25s = pytest.importorskip("bm25s")
+
+ODD = [
+    "",
+    "the of and",  # stopwords only: a passage with no word
+    "Ünïcödé Straße 北京 x y zz 42 4",
+    "aaa aaa aaa bbb",
+    "Hyphen-ated words, under_scored_ones and O'Brien's.",
+]
+
+
+def _shipped_texts(limit: int | None = None) -> list[str]:
+    texts = []
+    with gzip.open(SHIPPED_LEADS, "rt", encoding="utf-8") as fh:
+        for n, line in enumerate(fh):
+            if limit is not None and n >= limit:
+                break
+            record = json.loads(line)
+            texts.append(f"{record['title']} {record['text']}")
+    return texts
+
+
+def _oracle(texts: list[str]):
+    index = bm25s.BM25()
+    index.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    return index
+
+
+def test_the_index_holds_bm25s_own_numbers_to_the_bit():
+    texts = _shipped_texts() + ODD
+    ours, theirs = BM25Index.build(texts), _oracle(texts)
+    assert ours.vocab_dict == theirs.vocab_dict
+    for key in ("data", "indices", "indptr"):
+        assert ours.scores[key].dtype == theirs.scores[key].dtype, key
+        assert ours.scores[key].tobytes() == theirs.scores[key].tobytes(), key
+    assert ours.scores["num_docs"] == len(texts)
+
+
+def test_words_and_ids_are_bm25s_tokenize():
+    texts = _shipped_texts(300) + ODD
+    ids, vocab = tokenize(texts)
+    theirs = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+    assert vocab == theirs.vocab
+    assert [row.tolist() for row in ids] == theirs.ids
+    assert set(STOPWORDS_EN) == set(bm25s.stopwords.STOPWORDS_EN)
+    assert words("The Lucknow Pact, of 1916") == ["lucknow", "pact", "1916"]
+
+
+def test_bm25s_reads_what_argus_writes_and_argus_reads_what_bm25s_wrote(tmp_path):
+    texts = _shipped_texts(500)
+    ours = BM25Index.build(texts)
+    ours.save(tmp_path / "ours")
+    read_by_bm25s = bm25s.BM25.load(str(tmp_path / "ours"), mmap=True)
+    query = ["einstein", "physics"]
+    _oracle(texts).save(str(tmp_path / "theirs"))
+    read_by_argus = BM25Index.load(tmp_path / "theirs")
+    assert read_by_argus.vocab_dict == ours.vocab_dict
+    for key in ("data", "indices", "indptr"):
+        assert np.array_equal(read_by_argus.scores[key], ours.scores[key]), key
+    from argus_ir.kb.reference import postings_scores
+
+    rows, scores = postings_scores(read_by_argus, query)
+    full = read_by_bm25s.get_scores(query)
+    assert rows.tolist() == full.nonzero()[0].tolist()
+    assert scores.tobytes() == full[rows].tobytes()
+
+
+def test_a_cut_or_foreign_index_is_refused_by_name(tmp_path):
+    BM25Index.build(["Niels Bohr", "Lucknow"]).save(tmp_path / "cut")
+    data = tmp_path / "cut" / "data.csc.index.npy"
+    data.write_bytes(data.read_bytes()[:20])
+    with pytest.raises(ArgusInputError, match=r"cut.*cannot read the BM25 index"):
+        BM25Index.load(tmp_path / "cut")
+    foreign = bm25s.BM25(method="bm25+")
+    foreign.index(bm25s.tokenize(["Niels Bohr"], show_progress=False), show_progress=False)
+    foreign.save(str(tmp_path / "plus"))
+    with pytest.raises(ArgusInputError, match=r"params.index.json: a bm25\+ index"):
+        BM25Index.load(tmp_path / "plus")
+
+
+STAND_IN = '''\
+"""A stand-in for JAX: writes down where it was imported from, then fails like a missing JAX."""
+import os, traceback
+with open(os.environ["JAX_IMPORT_LOG"], "a", encoding="utf-8") as fh:
+    fh.write("".join(traceback.format_stack()) + "\\n----\\n")
+raise ImportError("the stand-in jax records its import and offers nothing")
+'''
+
+
+def test_argus_never_imports_jax(tmp_path):
+    """Issue 49: bm25s imports JAX where it is installed, and JAX takes three quarters of a GPU.
+    A whole ``argus augment`` (models, the shipped KB built from scratch and its lookups) runs with
+    a stand-in ``jax`` first on the path: nothing may import it."""
+    pytest.importorskip("spacy")
+    pytest.importorskip("sentence_transformers")
+    (tmp_path / "standin" / "jax").mkdir(parents=True)
+    (tmp_path / "standin" / "jax" / "__init__.py").write_text(STAND_IN, encoding="utf-8")
+    log = tmp_path / "jax-imports.txt"
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "\n".join(
+            json.dumps({"_id": str(i), "text": text})
+            for i, text in enumerate(
+                [
+                    "Humphrey Bogart once filmed a scene in Lucknow.",
+                    "Niels Bohr lectured at the Aligarh Muslim University in 1960.",
+                ]
+            )
+        ),
+        encoding="utf-8",
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path / "standin"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+        "JAX_IMPORT_LOG": str(log),
+        "ARGUS_CACHE_DIR": str(tmp_path / "cache"),  # the shipped KB's index is built here
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    check = textwrap.dedent(
+        """
+        import importlib.util, sys
+        assert importlib.util.find_spec("jax").origin.startswith(sys.argv[1]), "stand-in not first"
+        from argus_ir.cli.main import main
+        sys.exit(main(sys.argv[2:]))
+        """
+    )
+    out = tmp_path / "out.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-c", check, str(tmp_path / "standin"), "augment", str(corpus),
+         "--out", str(out), "-q"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert out.is_file() and (tmp_path / "cache" / "kb").is_dir()  # the KB was built and read
+    assert not log.exists(), "JAX was imported:\n" + log.read_text(encoding="utf-8")
