@@ -202,6 +202,7 @@ BENCHMARKS = {
     "audit": "audit_bench.py",
     "ingest": "ingest_bench.py",
     "diagnosis-floor": "diagnosis_floor.py",
+    "ner-ahead": "ner_ahead.py",
     "eval": "eval_bench.py",
     "design": "remedy_design.py",
     "entity-set": "entity_set.py",

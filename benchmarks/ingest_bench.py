@@ -11,8 +11,9 @@ Each side runs in a fresh Python process, model loads and imports included, one 
 
 Reported: c/a against the floor ``1 + (g - 1)`` (g = index growth), time to the first output
 record from process start on both sides, and a stage table as shares of (a): imports and model /
-KB loads, NER (on a CPU, in one worker process per core ahead of the encoder pass; on a GPU in a
-thread beside it, so NER and the encoder pass overlap), the encoder pass, the probe, KB lookups per source (the gazetteer's one-time opening apart), view text
+KB loads, NER (on a CPU, in one worker process per core ahead of the encoder pass; on a GPU in
+worker processes apart from the pass, a batch ahead of it), the encoder pass, the probe, KB lookups
+per source (the gazetteer's one-time opening apart), view text
 (the remedy less its lookups), output, view embedding. ``--repeats`` alternates a and c and keeps
 each side's fastest run (the machine's noise is one-sided).
 
@@ -224,25 +225,14 @@ def run_argus(
     ner_processes: int = 0,
 ) -> dict:
     """(c): ``Argus(**options)`` from import to the last view's vector, with its stage clocks.
-    ``ner_processes`` > 0 runs spaCy in that many worker processes (``SpacyMentions(processes=)``;
-    ``Argus`` picks one per torch thread on a CPU and 1 on a GPU, and has no setting for it, so
-    the bench swaps the class it builds)."""
+    ``ner_processes`` > 0 is ``Argus(ner_processes=)`` (0: its default)."""
     import argus_ir.pipeline as pipeline
-    import argus_ir.text.mentions as mentions
     from argus_ir import Argus, RemedyStats
     from argus_ir.runners.stream import json_line, view_record
 
-    if ner_processes > 0:
-        base = mentions.SpacyMentions
-
-        class InWorkers(base):  # type: ignore[misc,valid-type]
-            def __init__(self, *args, **kwargs) -> None:
-                kwargs.pop("processes", None)
-                super().__init__(*args, processes=ner_processes, **kwargs)
-
-        mentions.SpacyMentions = InWorkers  # type: ignore[misc]
     imported = time.perf_counter()
-    argus = Argus(**{"device": device, **options})
+    extra = {"ner_processes": ner_processes} if ner_processes > 0 else {}
+    argus = Argus(**{"device": device, **options, **extra})
     loads = {}
     for part in ("encoder", "diagnoser", "kb", "context", "llm"):
         t0 = time.perf_counter()
@@ -388,7 +378,7 @@ def main() -> None:
         "--ner-processes",
         type=int,
         default=0,
-        help="spaCy NER in N worker processes (argus side; 0: Argus's default)",
+        help="Argus(ner_processes=N) on the argus side (0: its default)",
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
     parser.add_argument("--remedy", default=None, help="a remedy other than the default")

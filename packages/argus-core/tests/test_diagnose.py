@@ -214,7 +214,16 @@ def test_ner_processes_follow_the_device():
             assert ner_processes("cpu") == processes
     finally:
         torch.set_num_threads(before)
-    assert ner_processes("cuda") == ner_processes("cuda:1") == 1  # NER runs beside a GPU's pass
+
+    import argus_ir.diagnose as module
+
+    for cores, processes in ((1, 1), (2, 1), (16, 8), (64, 8)):  # a GPU: all cores but one
+        module._cores = lambda cores=cores: cores  # type: ignore[misc]
+        try:
+            assert ner_processes("cuda") == ner_processes("cuda:1") == processes
+        finally:
+            del module._cores
+    assert module.ner_apart("cuda:0") and not module.ner_apart("cpu")
 
 
 def test_argus_runs_ner_in_one_worker_per_cpu_thread():
@@ -225,3 +234,107 @@ def test_argus_runs_ner_in_one_worker_per_cpu_thread():
     assert diagnoser.mentions.processes == min(torch.get_num_threads(), 8)
     assert diagnoser._ner_ahead(256) is (torch.get_num_threads() > 1)
     assert not diagnoser._ner_ahead(1)  # the first record's lone document: read here
+
+
+# -- NER apart from the pass, a batch ahead of it (a GPU machine) --------------------------------
+
+CORPUS = [
+    {"_id": f"d{i}", "text": text}
+    for i, text in enumerate(
+        [
+            DOC,
+            "Ada Lovelace met Charles Babbage in London in 1833.",
+            "The Treaty of Westphalia was signed in Osnabrueck and Muenster.",
+            "Nothing named here at all.",
+        ]
+        * 50
+    )
+]
+
+
+def _apart(minilm, diagnoser, processes: int = 1):
+    """An Argus whose NER runs apart from the pass, as on a GPU, with the pass on the CPU here."""
+    from argus_ir import Argus
+    from argus_ir.diagnose import Diagnoser
+    from argus_ir.text.mentions import SpacyMentions
+
+    argus = Argus(batch_size=64)
+    workers = SpacyMentions(processes=processes, apart=True)
+    argus._loaded["encoder"] = minilm
+    argus._loaded["diagnoser"] = Diagnoser(minilm, diagnoser.probe, workers, ner_apart=True)
+    return argus, workers
+
+
+def test_ner_apart_works_a_batch_ahead_of_the_pass_and_says_the_same(
+    diagnoser, minilm, monkeypatch
+):
+    """Issue 49: on a GPU machine NER runs in worker processes, each batch handed to it before
+    the pass reads the batch before, so the card never waits for a whole batch's NER; the views
+    are those of the CPU path, byte for byte, and this process reads no text itself."""
+    from argus_ir import Argus
+
+    argus, workers = _apart(minilm, diagnoser)
+    events: list[str] = []
+    start, encode, here = argus.diagnoser.start, minilm.encode, workers._extract_here
+    read_here: list[int] = []
+
+    def logged_start(texts, *args, **kwargs):
+        events.append("ner")
+        return start(texts, *args, **kwargs)
+
+    def logged_encode(*args, **kwargs):
+        events.append("pass")
+        yield from encode(*args, **kwargs)
+
+    def logged_here(texts, *args, **kwargs):
+        read_here.append(len(texts))
+        return here(texts, *args, **kwargs)
+
+    monkeypatch.setattr(argus.diagnoser, "start", logged_start)
+    monkeypatch.setattr(minilm, "encode", logged_encode)
+    monkeypatch.setattr(workers, "_extract_here", logged_here)
+    try:
+        views = [(v.id, v.text, v.metadata) for v in argus.augment(CORPUS)]
+        assert workers._workers is not None and workers._workers.processes == 1
+    finally:
+        workers.close()
+    monkeypatch.undo()
+    # batches of 1, 64, 64, 64 and 7 documents: NER of batch n + 1 is asked for before the pass
+    # reads batch n
+    assert events == ["ner", "ner", "pass", "ner", "pass", "ner", "pass", "ner", "pass", "pass"]
+    assert read_here == [1, 0, 0, 0, 7]  # the short batches are read here, the rest apart
+    cpu = Argus(batch_size=64)
+    cpu._loaded["encoder"], cpu._loaded["diagnoser"] = minilm, diagnoser
+    assert views == [(v.id, v.text, v.metadata) for v in cpu.augment(CORPUS)]
+
+
+def test_an_input_error_met_reading_ahead_comes_after_the_batch_before(diagnoser, minilm):
+    """Reading a batch ahead must not lose the batch before: a repeated id in the third batch is
+    raised once the second batch is out, as without the look-ahead."""
+    argus, workers = _apart(minilm, diagnoser)
+    corpus = [*CORPUS[:100], {"_id": "d3", "text": "A repeated id."}, *CORPUS[100:]]
+    out = []
+    try:
+        with pytest.raises(ArgusInputError, match="duplicate document id 'd3'"):
+            for batch in argus.process_batches(corpus):
+                out.append([doc.id for doc, _, _ in batch])
+    finally:
+        workers.close()
+    assert [len(b) for b in out] == [1, 64]  # the batches before the one holding the repeat
+
+
+def test_ner_processes_is_a_setting_of_argus_and_the_cli(diagnoser, minilm):
+    from argus_ir import Argus
+    from argus_ir.cli.common import argus_settings
+    from argus_ir.cli.main import build_parser
+
+    argus = Argus(ner_processes=3)
+    argus._loaded["encoder"] = minilm
+    assert argus.diagnoser.mentions.processes == 3
+    assert argus.settings_card() == Argus().settings_card()  # it never changes the output
+    with pytest.raises(ValueError, match="ner_processes must be >= 1"):
+        Argus(ner_processes=0)
+    args = build_parser().parse_args(["augment", "c.jsonl", "--out", "o", "--ner-processes", "3"])
+    assert argus_settings(args)["ner_processes"] == 3
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["augment", "c.jsonl", "--out", "o", "--ner-processes", "0"])

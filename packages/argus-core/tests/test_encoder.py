@@ -297,3 +297,37 @@ def test_no_model_loading_bar_when_no_progress_is_asked():
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == ["True", "True"]  # on before, on again after
         assert ("Loading weights" in out.stderr) is show  # the bar is there to hide
+
+
+def test_a_batch_is_tokenised_once_for_its_window_ends_and_its_pass(minilm, monkeypatch):
+    """Issue 49: the diagnosis asks where each text's first window ends (before NER) and then
+    encodes the same batch; the tokenizer reads the batch once, and the pass is the same as
+    from a fresh encoder."""
+    import copy
+
+    texts = [f"Niels Bohr visited Lucknow in {1900 + i}. " * (1 + i % 40) for i in range(12)]
+    fresh = copy.copy(minilm)
+    fresh.__dict__.pop("_token_memo", None)
+    calls = []
+
+    class Counted:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self, batch, *args, **kwargs):
+            if isinstance(batch, list):
+                calls.append(len(batch))
+            return self.inner(batch, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    monkeypatch.setattr(fresh, "tokenizer", Counted(fresh.tokenizer))
+    ends = fresh.window_ends(texts)
+    memo = list(fresh.encode(texts, first_window=True))
+    assert calls == [len(texts)]
+    minilm.__dict__.pop("_token_memo", None)
+    plain = list(minilm.encode(texts, first_window=True))
+    assert ends == minilm.window_ends(texts)
+    for a, b in zip(memo, plain, strict=True):
+        assert np.array_equal(a.offsets, b.offsets) and np.array_equal(a.states, b.states)

@@ -114,6 +114,19 @@ def test_ner_in_worker_processes_gives_the_same_mentions_in_order(spacy_ner, two
         SpacyMentions(processes=0)
 
 
+def test_ner_apart_reads_every_long_call_in_the_workers(spacy_ner):
+    """``apart``: a process that feeds a GPU reads none of a long call's texts itself."""
+    apart = SpacyMentions(processes=2, apart=True)
+    try:
+        apart._extract_here = lambda texts, *a, **k: (  # type: ignore[method-assign]
+            [] if not texts else pytest.fail("read here")
+        )
+        assert apart.extract(MEETINGS) == spacy_ner.extract(MEETINGS)
+        assert apart._workers is not None and apart._workers.processes == 2
+    finally:
+        apart.close()
+
+
 def test_split_by_length_keeps_order_and_balances_characters():
     texts = ["a" * 10, "b" * 10, "c" * 30, "d" * 10, ""]
     runs = split_by_length(texts, 2)  # lengths + 1: 11, 11, 31, 11, 1 (65): half is 32.5

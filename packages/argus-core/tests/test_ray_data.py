@@ -93,6 +93,8 @@ def test_the_local_cluster_leaves_a_cpu_for_reading_and_writing():
     assert cpus_needed(2, 1.0) == 3
     assert cpus_needed(3, 0.5) == 3
     assert cpus_needed(1, 2.0) == 3
+    assert cpus_needed(2, 1.0, gpus_per_worker=1) == 4  # a CPU per GPU actor, one NER actor
+    assert cpus_needed(1, 2.0, gpus_per_worker=0.5) == 4
 
 
 def test_a_pool_without_a_spare_cpu_is_warned_about(local_ray):
@@ -108,6 +110,94 @@ def test_a_pool_without_a_spare_cpu_is_warned_about(local_ray):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         augment_dataset(ds, Argus(), workers=cpus - 1)
+
+
+def test_gpus_per_worker_must_be_a_number_of_gpus(tmp_path, corpus):
+    from argus_ir import Argus
+    from argus_ir.errors import ArgusInputError
+    from argus_ir.runners.ray_data import augment_files
+
+    for bad in (-1, 1.5, float("nan"), "one"):
+        with pytest.raises(ArgusInputError, match=f"gpus_per_worker must be .*, got {bad!r}"):
+            augment_files(corpus[1], tmp_path / "out", Argus(), gpus_per_worker=bad)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_takes_gpus_per_worker_on_ray_only(tmp_path, corpus, capsys):
+    from argus_ir.cli.main import main
+
+    base = ["augment", str(corpus[1]), "--out", str(tmp_path / "out")]
+    assert main([*base, "--gpus-per-worker", "1"]) != 0  # the local engine has no workers
+    assert "--gpus-per-worker runs with --engine ray" in capsys.readouterr().err
+    assert main([*base, "--engine", "ray", "--gpus-per-worker", "-1"]) != 0
+    assert "gpus_per_worker must be" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_gpu_pool_on_a_cluster_without_gpus_fails_at_once(local_ray):
+    """Ray would wait forever for a GPU no node has; the message names the flag and the count."""
+    from argus_ir import Argus
+    from argus_ir.errors import ArgusInputError
+    from argus_ir.runners.ray_data import augment_dataset
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    ds = ray.data.from_items([{"_id": "a", "title": "", "text": "x"}])
+    with pytest.raises(ArgusInputError) as info:
+        augment_dataset(ds, Argus(), workers=1, gpus_per_worker=gpus + 1)
+    assert str(info.value).startswith(
+        f"gpus_per_worker={gpus + 1}, but no node of the Ray cluster has {gpus + 1} GPU"
+    )
+    assert f"(the cluster has {gpus} GPU" in str(info.value)
+
+
+def test_the_gpu_split_gives_the_same_rows_with_ner_found_apart(monkeypatch):
+    """The two stages of a GPU pool, in this process: mentions found by the CPU stage
+    (``ArgusMentionFinder``) and carried in a column give the rows of the one-stage actor, and
+    the GPU stage runs no NER of its own; a text longer than the retriever's window (read only so
+    far by the default remedy) and one with a lone surrogate included."""
+    import pyarrow as pa
+    import torch
+
+    from argus_ir import Argus
+    from argus_ir.runners.ray_data import (
+        LINE_COLUMNS,
+        MENTIONS_COLUMN,
+        ArgusBatchAugmenter,
+        ArgusMentionFinder,
+    )
+
+    long = " ".join(f"Marie Curie met Albert Einstein in Paris in {1900 + i}." for i in range(80))
+    docs = [
+        {"_id": "a", "title": "Radium", "text": "Marie Curie worked in Paris on radium."},
+        {"_id": "long", "title": "", "text": long},
+        {"_id": "s", "title": "", "text": "Niels Bohr visited \ud800 Lucknow in 1960."},
+        {"_id": "t", "title": "Only a title", "text": ""},
+    ]
+    lines = [json.dumps(d) for d in docs]  # as JSONL comes: the surrogate as an escape
+    table = pa.table(
+        {LINE_COLUMNS[0]: [f"c.jsonl:{i}" for i in range(1, 5)], LINE_COLUMNS[1]: lines}
+    )
+    threads = torch.get_num_threads()
+    argus = Argus().load()
+    expected = ArgusBatchAugmenter(argus, threads=threads)(table).to_pylist()
+    assert len(expected) > len(docs)  # views too
+
+    with_mentions = ArgusMentionFinder(argus, threads=threads)(table)
+    column = with_mentions.column(MENTIONS_COLUMN).to_pylist()
+    assert column[3] is None  # no text: not read
+    (end, spans), (long_end, _), _ = (json.loads(value) for value in column[:3])
+    assert end == len("Radium\nMarie Curie worked in Paris on radium.")
+    assert spans and all(0 <= start < stop <= end for start, stop, _ in spans)
+    assert 0 < long_end < len(long)  # the window's end
+
+    gpu = ArgusBatchAugmenter(argus, threads=threads, gpu=True)  # loaded: stays on the CPU
+    asked: list[str] = []
+    fallback = gpu.given.fallback
+    monkeypatch.setattr(fallback, "extract", lambda texts, **kw: asked.extend(texts) or [])
+    assert gpu(with_mentions).to_pylist() == expected
+    assert asked == []
 
 
 def test_a_failed_document_keeps_its_original_and_names_the_failure(monkeypatch):

@@ -499,9 +499,9 @@ def test_one_document_whose_diagnosis_raises_is_kept_and_reported(
     summary = augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out2.jsonl")
     assert [doc_id for doc_id, _ in summary.stats.failures] == [r["id"] for r in rows]
     # a fault of the models fails any text, the canary too: the error stops the run
-    import argus_ir.pipeline as pipeline
+    import argus_ir.batching as batching
 
-    monkeypatch.setattr(pipeline, "CANARY", "Paris is the capital of France. POISON")
+    monkeypatch.setattr(batching, "CANARY", "Paris is the capital of France. POISON")
     with pytest.raises(RuntimeError, match="tokenizer choked"):
         augment_file(poisoned, tmp_path / "c.jsonl", tmp_path / "out3.jsonl")
 

@@ -8,9 +8,10 @@ RPS is below τ (default: the probe card's, 0.3 in the paper).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -28,6 +29,7 @@ __all__ = [
     "Diagnoser",
     "Diagnosis",
     "EntityRisk",
+    "ner_apart",
     "ner_processes",
     "readable_text",
     "too_long",
@@ -128,18 +130,39 @@ def _on_cpu(device: object) -> bool:
 
 
 MAX_NER_PROCESSES = 8
-"""The most processes NER is split over (each holds its own spaCy pipeline, about 330 MB)."""
+"""The most processes NER is split over by default (each holds its own spaCy pipeline, about
+330 MB)."""
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def ner_processes(device: str) -> int:
-    """Processes NER runs in for a retriever on ``device``: on a CPU one per thread torch
-    computes with, at most :data:`MAX_NER_PROCESSES` (NER then runs ahead of the retriever's pass,
-    see :class:`Diagnoser`); else 1 (NER runs in a thread beside a GPU's pass)."""
+    """Processes NER runs in by default for a retriever on ``device``.
+
+    On a CPU: one per thread torch computes with, at most :data:`MAX_NER_PROCESSES`; NER then
+    runs ahead of the retriever's pass on the same cores, this process taking a share (see
+    :class:`Diagnoser`). On a GPU: worker processes over the cores this process does not need to
+    feed the card (all but one), at most :data:`MAX_NER_PROCESSES`; NER then runs apart from the
+    pass, a batch ahead of it.
+    """
     if not _on_cpu(device):
-        return 1
+        return max(1, min(_cores() - 1, MAX_NER_PROCESSES))
     import torch
 
     return max(1, min(torch.get_num_threads(), MAX_NER_PROCESSES))
+
+
+def ner_apart(device: str) -> bool:
+    """Whether NER runs only in worker processes for a retriever on ``device`` (a GPU: this
+    process feeds the card, and NER in a thread of it would take turns with the pass for the
+    interpreter)."""
+    return not _on_cpu(device)
 
 
 class Diagnoser:
@@ -151,6 +174,11 @@ class Diagnoser:
         mentions: A mention backend (:class:`~argus_ir.text.mentions.SpacyMentions` or
             :class:`~argus_ir.text.mentions.TransformersMentions`).
         tau: Flagging threshold (default: the probe card's).
+        ner_apart: NER runs apart from the retriever's pass, and a batch started ahead has its
+            mentions found while the pass reads the one before (:meth:`start`; default: where
+            the retriever does not run on the CPU). Where it does not, NER runs ahead of the pass
+            in the same call when the mention backend has worker processes, beside it in a
+            thread when not.
 
     Raises:
         ProbeMismatchError: The probe was trained for another retriever, dim or pooling.
@@ -163,6 +191,7 @@ class Diagnoser:
         mentions: MentionExtractor,
         *,
         tau: float | None = None,
+        ner_apart: bool | None = None,
     ) -> None:
         info = encoder.info
         probe.check_compatible(info.retriever_id, info.dim, info.pooling)
@@ -172,6 +201,10 @@ class Diagnoser:
         self.tau = probe.card.tau if tau is None else float(tau)
         if not 0.0 <= self.tau <= 1.0:
             raise ArgusInputError(f"tau must lie in [0, 1], got {self.tau}")
+        if ner_apart is None:
+            ner_apart = not _on_cpu(getattr(encoder, "device", "cpu"))
+        self.ner_runs_apart = ner_apart
+        self._ner_thread: ThreadPoolExecutor | None = None
 
     def diagnose(
         self,
@@ -197,6 +230,26 @@ class Diagnoser:
             ArgusInputError: A text is not a string (the message names its id), or ids repeat or
                 do not match the texts in number.
         """
+        started = self.start(texts, ids, show_progress=show_progress, window_only=window_only)
+        return started.finish()
+
+    def start(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        show_progress: bool = False,
+        window_only: bool = False,
+    ) -> StartedDiagnosis:
+        """:meth:`diagnose` in two steps: this one checks the input and, where NER runs apart from
+        the retriever's pass (:attr:`ner_runs_apart`), hands the texts to NER at once; the
+        :meth:`StartedDiagnosis.finish` that follows runs the pass and the probe. A caller that
+        starts the next batch before it finishes this one keeps NER a batch ahead of the pass.
+        Started diagnoses finish in the order they were started.
+
+        Raises:
+            ArgusInputError: As :meth:`diagnose`.
+        """
         ids = [str(i) for i in range(len(texts))] if ids is None else [str(i) for i in ids]
         if len(ids) != len(texts):
             raise ArgusInputError(f"{len(texts)} texts but {len(ids)} ids")
@@ -216,23 +269,41 @@ class Diagnoser:
         read = texts  # what NER reads: with window_only, each text up to its window's last word
         if window_only:
             read = [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
-        encode = partial(self.encoder.encode, show_progress=show_progress, first_window=window_only)
-        if self._ner_ahead(len(read)):
+        started = StartedDiagnosis(self, ids, texts, read, show_progress, window_only)
+        if not self._ner_ahead(len(read)):
+            # NER needs only the texts: it runs in a thread of its own (alone, or waiting on the
+            # worker processes) while torch runs here (torch releases the GIL), which hides NER's
+            # time behind the encoder's, or the encoder's behind NER's where the retriever runs
+            # on a GPU. One thread for every call, so NER reads batches in the order started.
+            if self._ner_thread is None:
+                self._ner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner")
+            started.mentions = self._ner_thread.submit(
+                self.mentions.extract, read, show_progress=show_progress
+            )
+        return started
+
+    def _finish(self, started: StartedDiagnosis) -> list[Diagnosis]:
+        texts, read = started.texts, started.read
+        encode = partial(
+            self.encoder.encode,
+            show_progress=started.show_progress,
+            first_window=started.window_only,
+        )
+        if started.mentions is None:
             # NER split over this process and workers, one per thread torch uses, and then the
             # retriever's pass on the same cores: neither waits on a thread the other displaced
             # (on two cores, 1,000 entity-list documents: 14-15 s against 18-19 s beside)
-            found = self.mentions.extract(read, show_progress=show_progress)
+            found = self.mentions.extract(read, show_progress=started.show_progress)
             encoded = list(encode(texts))
         else:
-            # NER and the retriever pass need only the texts: spaCy runs in a thread while torch
-            # runs here (torch releases the GIL), which hides part of NER's time behind the
-            # encoder's, or the encoder's behind NER's where the retriever runs on a GPU
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner") as pool:
-                pending = pool.submit(self.mentions.extract, read, show_progress=show_progress)
+            try:
                 encoded = list(encode(texts))
-                found = pending.result()
+            except BaseException:
+                started.cancel()  # NER's own outcome is of no use now; the pass's error is
+                raise
+            found = started.mentions.result()
         out = []
-        for doc_id, mentions, enc in zip(ids, found, encoded):
+        for doc_id, mentions, enc in zip(started.ids, found, encoded):
             if mentions:
                 X = np.stack([enc.pool_span(m.start, m.end) for m in mentions])
                 scores = self.probe.predict(X)
@@ -247,11 +318,13 @@ class Diagnoser:
             out.append(Diagnosis(doc_id, self._group(mentions, scores), self.tau, enc.doc_vector))
         return out
 
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_ner_thread": None}
+
     def _ner_ahead(self, count: int) -> bool:
         """NER runs before the retriever's pass: in worker processes, the retriever on the CPU."""
         in_workers = getattr(self.mentions, "in_workers", None)
-        on_cpu = _on_cpu(getattr(self.encoder, "device", "cpu"))
-        return on_cpu and in_workers is not None and bool(in_workers(count))
+        return not self.ner_runs_apart and in_workers is not None and bool(in_workers(count))
 
     def _group(self, mentions: list[Mention], scores: np.ndarray) -> tuple[EntityRisk, ...]:
         """Minimum score per normalised surface form, in order of first mention."""
@@ -272,3 +345,34 @@ class Diagnoser:
                 )
             )
         return tuple(risks)
+
+
+class StartedDiagnosis:
+    """A batch handed to :meth:`Diagnoser.start`: its NER may be under way; :meth:`finish` gives
+    its diagnoses."""
+
+    def __init__(
+        self,
+        diagnoser: Diagnoser,
+        ids: list[str],
+        texts: list[str],
+        read: list[str],
+        show_progress: bool,
+        window_only: bool,
+    ) -> None:
+        self.diagnoser = diagnoser
+        self.ids = ids
+        self.texts = texts
+        self.read = read
+        self.show_progress = show_progress
+        self.window_only = window_only
+        self.mentions: Future[list[list[Mention]]] | None = None
+
+    def finish(self) -> list[Diagnosis]:
+        """The diagnoses, in input order (runs the pass and the probe; raises what NER raised)."""
+        return self.diagnoser._finish(self)
+
+    def cancel(self) -> None:
+        """Wait for its NER and drop the answer (a caller that will not finish it)."""
+        if self.mentions is not None and not self.mentions.cancel():
+            self.mentions.exception()  # waits for it; what it raised is of no use now

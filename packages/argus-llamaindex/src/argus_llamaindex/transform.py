@@ -86,6 +86,9 @@ class ArgusTransform(TransformComponent):
         default=_CORE["prompt_version"], description=_DOCS["prompt_version"]
     )
     ner_model: str | None = Field(default=_CORE["ner_model"], description=_DOCS["ner_model"])
+    ner_processes: int | None = Field(
+        default=_CORE["ner_processes"], description=_DOCS["ner_processes"]
+    )
     backend: str = Field(default=_CORE["backend"], description=_DOCS["backend"])
     device: str | None = Field(default=_CORE["device"], description=_DOCS["device"])
     precision: str = Field(default=_CORE["precision"], description=_DOCS["precision"])

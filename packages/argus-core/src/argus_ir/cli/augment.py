@@ -98,6 +98,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="--engine ray: actors in the pool, one CPU each (2)",
     )
     p.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=0,
+        help="--engine ray: GPUs each actor reserves (0: none; 0.5 puts two actors on a card); "
+        "the actors then run the retriever's pass on their GPU and NER runs before them on CPU "
+        "actors over the cluster's other CPUs",
+    )
+    p.add_argument(
         "--ray-address",
         help="--engine ray: a running cluster to join (default: start a local one)",
     )
@@ -152,6 +160,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.engine == "ray":
         return _augment_on_ray(args, corpus)
+    if args.gpus_per_worker:
+        raise ArgusInputError(
+            "--gpus-per-worker runs with --engine ray; in this process, --device cuda puts the "
+            "retriever on a GPU"
+        )
     out = None if args.dry_run else args.out
     stats = stats_file_for(args.out, args.stats)
     # a run stopped while it committed its output: what it wrote is its own, the rerun finishes
@@ -284,11 +297,13 @@ def _augment_on_ray(args: argparse.Namespace, corpus: Path) -> int:
     (an earlier Ray output folder is replaced with ``--overwrite``)."""
     from argus_ir.outputs import check_output, claim_output
     from argus_ir.runners.ray_data import augment_files, is_output_folder
+    from argus_ir.runners.ray_gpu import check_gpus_per_worker
 
     if args.dry_run:
         raise ArgusInputError("--dry-run runs with --engine local only")
     if args.workers < 1:
         raise ArgusInputError(f"--workers must be at least 1, got {args.workers}")
+    check_gpus_per_worker(args.gpus_per_worker)  # before any model loads
     rule = {
         "flag": "--out",
         "inputs": [corpus],
@@ -304,6 +319,7 @@ def _augment_on_ray(args: argparse.Namespace, corpus: Path) -> int:
             args.out,
             _loaded_argus(args),
             workers=args.workers,
+            gpus_per_worker=args.gpus_per_worker,
             address=args.ray_address,
             show_progress=not args.quiet,
             overwrite=args.overwrite,

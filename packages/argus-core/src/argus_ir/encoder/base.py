@@ -8,6 +8,7 @@ retriever pools a document; the windowing, batching and span pooling live here.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,9 @@ MIN_BATCH_TOKENS = 512
 takes other CPU kernels, whose last bits differ, and in bf16 differ again with the thread count;
 short batches are filled with copies. (Measured with torch 2.13 on AVX512/AMX CPUs: fp32 is
 invariant from 256 rows, bf16 from 512.)"""
+TOKEN_MEMO = 4
+"""Batches whose tokens an encoder keeps: the diagnosis asks for one batch's twice (where its first
+window ends, before NER; its pass, after), and on a GPU another batch is started in between."""
 PRECISIONS = ("fp32", "bf16", "auto")
 """Forward-pass precisions: ``"auto"`` is bf16 where the device computes it natively, else fp32."""
 
@@ -278,20 +282,13 @@ class TokenEncoder:
         """
         if not texts:
             return []
-        tok = self.tokenizer(
-            list(texts),
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            truncation=False,
-            verbose=False,
-        )
         width = self._width
         ends = []
-        for text, offsets in zip(texts, tok["offset_mapping"], strict=True):
+        for text, (_, offsets) in zip(texts, self._tokens(texts), strict=True):
             if len(offsets) <= width:
                 ends.append(len(text))
                 continue
-            cut = int(offsets[width][0])
+            cut = int(offsets[width, 0])
             while 0 < cut < len(text) and text[cut - 1].isalnum() and text[cut].isalnum():
                 cut -= 1
             ends.append(cut)
@@ -313,17 +310,11 @@ class TokenEncoder:
         first_window: bool = False,
     ) -> list[EncodedText]:
         """Encode one chunk; ``advance`` is told, after each batch, how many texts' worth is done."""
-        tok = self.tokenizer(
-            texts,
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            truncation=False,
-            verbose=False,
-        )
+        tokens = self._tokens(texts)
         width = self._width
         plans: list[list[Window]] = []
         jobs: list[tuple[int, int, list[int]]] = []  # (text index, window index, ids)
-        for t_idx, ids in enumerate(tok["input_ids"]):
+        for t_idx, (ids, _) in enumerate(tokens):
             windows = plan_windows(len(ids), width, self.stride)
             if first_window:
                 windows = windows[:1]
@@ -358,9 +349,7 @@ class TokenEncoder:
                 for w_idx in range(len(windows)):
                     sel = win == w_idx
                     token_states[sel] = states[(t_idx, w_idx)][pos[sel]]
-            offsets = np.asarray(tok["offset_mapping"][t_idx][:n_tok], dtype=np.int64).reshape(
-                -1, 2
-            )
+            offsets = tokens[t_idx][1][:n_tok]
             out.append(
                 EncodedText(
                     text=text,
@@ -371,6 +360,34 @@ class TokenEncoder:
                 )
             )
         return out
+
+    def _tokens(self, texts: Sequence[str]) -> list[tuple[list[int], np.ndarray]]:
+        """Each text's content-token ids and ``(n, 2)`` character offsets (no special tokens, no
+        truncation), kept for the last :data:`TOKEN_MEMO` batches."""
+        key = tuple(texts)
+        memo: OrderedDict[tuple[str, ...], list[tuple[list[int], np.ndarray]]]
+        memo = self.__dict__.setdefault("_token_memo", OrderedDict())
+        if key in memo:
+            memo.move_to_end(key)
+            return memo[key]
+        tok = self.tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            truncation=False,
+            verbose=False,
+        )
+        tokens = [
+            (list(ids), np.asarray(offsets, dtype=np.int64).reshape(-1, 2))
+            for ids, offsets in zip(tok["input_ids"], tok["offset_mapping"], strict=True)
+        ]
+        memo[key] = tokens
+        while len(memo) > TOKEN_MEMO:
+            memo.popitem(last=False)
+        return tokens
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_token_memo"}
 
     def _padded_length(self, n_content: int) -> int:
         """Tokens a window of ``n_content`` content tokens is padded to (specials included)."""

@@ -3,6 +3,9 @@
 Each actor of the pool loads retriever, NER pipeline, probe and KB once, then takes batches of
 documents through :meth:`argus_ir.Argus.process_batches`: the same code, views and ids as the
 single-process path (``argus augment``, :func:`argus_ir.runners.stream.augment_file`).
+With ``gpus_per_worker`` the work splits in two: a pool of CPU actors finds the entity mentions
+(:class:`ArgusMentionFinder`, spaCy), and GPU actors run the retriever's pass over them, the probe
+and the remedy (:class:`ArgusBatchAugmenter`); the output is the same.
 
 >>> import ray
 >>> from argus_ir import Argus
@@ -44,18 +47,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argus_ir._optional import require
-from argus_ir.documents import as_documents
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import replace_folder
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 from argus_ir.outputs import check_output
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats
+from argus_ir.runners.ray_gpu import (
+    GPU_WORKER_CPUS,
+    MENTIONS_COLUMN,
+    ArgusMentionFinder,
+    GivenMentions,
+    actor_device,
+    check_cluster_gpus,
+    check_gpus_per_worker,
+    decode_mentions,
+)
 from argus_ir.runners.ray_input import (
     LINE_COLUMNS,
+    batch_documents,
     check_corpus,
     corpus_source,
-    line_documents,
     read_documents,
 )
 from argus_ir.runners.stream import json_line, view_record
@@ -65,9 +77,12 @@ if TYPE_CHECKING:
     import ray.data
 
 __all__ = [
+    "GPU_WORKER_CPUS",
     "LINE_COLUMNS",
+    "MENTIONS_COLUMN",
     "OUTPUT_COLUMNS",
     "ArgusBatchAugmenter",
+    "ArgusMentionFinder",
     "RaySummary",
     "augment_dataset",
     "augment_files",
@@ -92,23 +107,38 @@ class ArgusBatchAugmenter:
     Args:
         argus: The configuration; it pickles without models, which load here, once per actor.
         threads: Torch threads per actor (default: the CPUs Ray gave the actor).
+        gpu: The actor of a GPU pool (``gpus_per_worker``): the retriever runs on the GPU Ray
+            gave it (:func:`actor_device`), and the mentions come from the batch's
+            :data:`MENTIONS_COLUMN`, found by :class:`ArgusMentionFinder` on a CPU; a text without
+            them (none there, or a text NER did not read there) goes to this actor's own NER.
     """
 
-    def __init__(self, argus: Argus, threads: int | None = None) -> None:
+    def __init__(self, argus: Argus, threads: int | None = None, *, gpu: bool = False) -> None:
         torch = require("torch", "st")
         torch.set_num_threads(max(1, threads or int(os.environ.get("OMP_NUM_THREADS", "1"))))
         argus.show_progress = False
+        if gpu:
+            argus.device = actor_device(argus.device)
+            argus.ner_processes = 1  # the rare text the NER actors did not read: no worker pool
         self.argus = argus.load()
+        self.given: GivenMentions | None = None
+        if gpu:
+            diagnoser = self.argus.diagnoser
+            self.given = GivenMentions(diagnoser.mentions)
+            diagnoser.mentions = self.given
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
 
         stats = RemedyStats()
         pairs: list[tuple[Any, Any]] = []
-        if LINE_COLUMNS[1] in batch.column_names:
-            docs: Any = line_documents(*(batch.column(c).to_pylist() for c in LINE_COLUMNS))
-        else:
-            docs = as_documents(batch.to_pylist())
+        found = None
+        if MENTIONS_COLUMN in batch.column_names:
+            found = batch.column(MENTIONS_COLUMN).to_pylist()
+            batch = batch.drop_columns([MENTIONS_COLUMN])
+        docs = batch_documents(batch)
+        if self.given is not None:
+            self.given.found = {} if found is None else decode_mentions(docs, found)
         entries = self.argus.process_batches(docs, stats=stats)
         for part in entries:
             for doc, _, views in part:
@@ -158,6 +188,7 @@ def augment_dataset(
     *,
     workers: int = 2,
     cpus_per_worker: float = 1.0,
+    gpus_per_worker: float = 0,
     batch_size: int | None = None,
 ) -> ray.data.Dataset:
     """Every original row followed by its support views, computed on a pool of ``workers`` actors.
@@ -166,44 +197,98 @@ def augment_dataset(
         ds: Documents with ``_id`` (or ``id``), ``text`` and optionally ``title``.
         argus: The configuration each actor loads.
         workers: Actors in the pool (each holds its own copy of the models).
-        cpus_per_worker: CPUs Ray reserves per actor (also its torch threads).
+        cpus_per_worker: CPUs Ray reserves per actor (also its torch threads); with
+            ``gpus_per_worker``, per NER actor.
+        gpus_per_worker: GPUs Ray reserves per actor (0: none, the CPU pool above; a fraction
+            shares a card, e.g. 0.5 puts two actors on each). With GPUs, each of the ``workers``
+            actors runs the retriever's pass, the probe and the remedy on its GPU and reserves
+            :data:`GPU_WORKER_CPUS` CPU, while NER (spaCy, CPU-bound) runs before it on a pool
+            of CPU actors (:class:`ArgusMentionFinder`, ``cpus_per_worker`` each) that grows
+            with the work over the CPUs the cluster has left. The output is the same.
         batch_size: Documents per call (default: ``argus.batch_size``).
 
     Returns:
         A lazy dataset; write it (``write_parquet``) or iterate it to run.
 
-    The pool holds ``workers * cpus_per_worker`` of the cluster's CPUs for as long as the dataset
-    runs; Ray's listing, reading and writing tasks need at least one more. A connected cluster with
-    no CPU to spare gets a warning, since Ray would wait for one forever (an autoscaling cluster
-    may still add it).
+    Raises:
+        ArgusInputError: ``gpus_per_worker`` is negative, or a fraction over 1 (Ray gives whole
+            cards then); or, on a connected cluster, no node has that many GPUs (Ray would wait
+            for one forever).
+
+    The pool holds ``workers * cpus_per_worker`` of the cluster's CPUs (with GPUs,
+    ``workers * GPU_WORKER_CPUS`` and at least one NER actor's) for as long as the dataset runs;
+    Ray's listing, reading and writing tasks need at least one more. A connected cluster with no
+    CPU to spare gets a warning, since Ray would wait for one forever (an autoscaling cluster may
+    still add it); so does one with fewer GPUs than the pool asks for (it starts the actors that
+    fit).
     """
     ray = require("ray", "ray")
+    gpus_per_worker = check_gpus_per_worker(gpus_per_worker)
+    ner_workers = workers
     if ray.is_initialized():
         have = ray.cluster_resources().get("CPU", 0.0)
-        if have < cpus_needed(workers, cpus_per_worker):
+        need = cpus_needed(workers, cpus_per_worker, gpus_per_worker)
+        if have < need:
+            pool = (
+                f"{workers} GPU workers x {GPU_WORKER_CPUS:g} CPU and one NER worker x "
+                f"{cpus_per_worker:g}"
+                if gpus_per_worker
+                else f"{workers} workers x {cpus_per_worker:g}"
+            )
             warnings.warn(
-                f"the Ray cluster has {have:g} CPUs and {workers} workers x {cpus_per_worker:g} "
-                "CPUs leave none for reading and writing; the run waits until the cluster "
-                "grows. Use fewer workers or fewer CPUs per worker.",
+                f"the Ray cluster has {have:g} CPUs and {pool} CPUs leave none for reading and "
+                "writing; the run waits until the cluster grows. Use fewer workers or fewer CPUs "
+                "per worker.",
                 stacklevel=2,
             )
+        if gpus_per_worker:
+            check_cluster_gpus(ray, workers, gpus_per_worker)
+            spare = have - workers * GPU_WORKER_CPUS - 1
+            if cpus_per_worker > 0:
+                ner_workers = max(1, math.floor(spare / cpus_per_worker))
     batch = batch_size or argus.batch_size
+    threads = max(1, int(cpus_per_worker))
     # Reads merge small files into few large blocks, and an actor takes a whole block per task:
     # blocks of a few batches keep every actor of the pool busy.
     ds = ds.repartition(target_num_rows_per_block=4 * batch)
+    if not gpus_per_worker:
+        return ds.map_batches(
+            ArgusBatchAugmenter,
+            fn_constructor_kwargs={"argus": argus, "threads": threads},
+            batch_size=batch,
+            batch_format="pyarrow",
+            concurrency=workers,
+            num_cpus=cpus_per_worker,
+            udf_modifying_row_count=True,
+        )
+    ds = ds.map_batches(
+        ArgusMentionFinder,
+        fn_constructor_kwargs={"argus": argus, "threads": threads},
+        batch_size=batch,
+        batch_format="pyarrow",
+        concurrency=(1, ner_workers),
+        num_cpus=cpus_per_worker,
+        # Ray's default placement keeps CPU-only actors off GPU nodes where it can (Ray Data's
+        # own, SPREAD, would put them anywhere): the GPU actors keep their nodes' CPUs
+        scheduling_strategy="DEFAULT",
+    )
     return ds.map_batches(
         ArgusBatchAugmenter,
-        fn_constructor_kwargs={"argus": argus, "threads": max(1, int(cpus_per_worker))},
+        fn_constructor_kwargs={"argus": argus, "threads": 1, "gpu": True},
         batch_size=batch,
         batch_format="pyarrow",
         concurrency=workers,
-        num_cpus=cpus_per_worker,
+        num_cpus=GPU_WORKER_CPUS,
+        num_gpus=gpus_per_worker,
         udf_modifying_row_count=True,
     )
 
 
-def cpus_needed(workers: int, cpus_per_worker: float) -> int:
-    """Logical CPUs a cluster needs for the actor pool plus one slot for reading and writing."""
+def cpus_needed(workers: int, cpus_per_worker: float, gpus_per_worker: float = 0) -> int:
+    """Logical CPUs a cluster needs for the actor pool plus one slot for reading and writing
+    (with ``gpus_per_worker``: :data:`GPU_WORKER_CPUS` per GPU actor and one NER actor)."""
+    if gpus_per_worker:
+        return math.ceil(workers * GPU_WORKER_CPUS + cpus_per_worker) + 1
     return math.ceil(workers * cpus_per_worker) + 1
 
 
@@ -231,6 +316,7 @@ def augment_files(
     *,
     workers: int = 2,
     cpus_per_worker: float = 1.0,
+    gpus_per_worker: float = 0,
     address: str | None = None,
     show_progress: bool = True,
     overwrite: bool = False,
@@ -239,7 +325,9 @@ def augment_files(
 
     Starts a local Ray cluster unless one is running (or ``address`` or ``RAY_ADDRESS`` names
     one); it gets as many logical CPUs as the machine has cores, and at least the pool's CPUs plus
-    one for Ray's reading and writing tasks (:func:`cpus_needed`). The output is
+    one for Ray's reading and writing tasks (:func:`cpus_needed`), and the GPUs Ray finds.
+    ``workers``, ``cpus_per_worker`` and ``gpus_per_worker`` are :func:`augment_dataset`'s: with
+    ``gpus_per_worker``, the retriever runs on GPU actors and NER on CPU actors. The output is
     written beside ``target`` and moved into place only when the whole dataset is done, so a
     failed run leaves no partial folder. An existing, non-empty ``target`` is refused, unless it
     is an earlier output (:func:`is_output_folder`) and ``overwrite`` is set: it is then replaced
@@ -257,9 +345,11 @@ def augment_files(
 
     Raises:
         ArgusInputError: A bad record or column (the message names file and line, or file and
-            column), or a ``target`` that may not be written.
+            column), a ``target`` that may not be written, or a ``gpus_per_worker`` that is not a
+            number of GPUs or that no node of the cluster has.
     """
     ray = require("ray", "ray")
+    gpus_per_worker = check_gpus_per_worker(gpus_per_worker)
     path, kind = corpus_source(source)
     out = check_output(
         target,
@@ -284,7 +374,8 @@ def augment_files(
     check_corpus(path, kind)
     if not ray.is_initialized():
         local = address is None and not os.environ.get("RAY_ADDRESS")
-        sizing = {"num_cpus": max(os.cpu_count() or 1, cpus_needed(workers, cpus_per_worker))}
+        need = cpus_needed(workers, cpus_per_worker, gpus_per_worker)
+        sizing = {"num_cpus": max(os.cpu_count() or 1, need)}
         ray.init(
             address=address,
             include_dashboard=False,
@@ -293,7 +384,11 @@ def augment_files(
         )
     ray.data.DataContext.get_current().enable_progress_bars = show_progress
     ds = augment_dataset(
-        read_documents(source), argus, workers=workers, cpus_per_worker=cpus_per_worker
+        read_documents(source),
+        argus,
+        workers=workers,
+        cpus_per_worker=cpus_per_worker,
+        gpus_per_worker=gpus_per_worker,
     )
     if partial.exists():
         shutil.rmtree(partial)

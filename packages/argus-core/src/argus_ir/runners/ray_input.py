@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINE_COLUMNS",
+    "batch_documents",
     "check_corpus",
     "corpus_source",
     "line_documents",
@@ -206,3 +207,10 @@ def _check_columns(path: Path) -> None:
             f"{path}: column 'metadata' is {meta}, not an object (argus writes each document's "
             "lineage into its metadata object); rename the column or make it a struct"
         )
+
+
+def batch_documents(batch: pa.Table) -> list[Document]:
+    """The documents of a batch: JSON lines (:data:`LINE_COLUMNS`), parsed, or columns."""
+    if LINE_COLUMNS[1] in batch.column_names:
+        return line_documents(*(batch.column(c).to_pylist() for c in LINE_COLUMNS))
+    return list(as_documents(batch.to_pylist()))

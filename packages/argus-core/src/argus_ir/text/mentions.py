@@ -155,6 +155,9 @@ class SpacyMentions:
             call, each loading the pipeline once); the same mentions, in order. Shorter calls
             run here alone. A worker that fails is reported (a warning with its last words) and
             NER goes on in this process. :meth:`close` ends the workers.
+        apart: This process reads none of a long call's texts: ``processes`` workers read them
+            all (for a process that feeds a GPU meanwhile, where NER here would take turns with
+            it for the interpreter).
 
     Raises:
         MissingExtraError: spaCy is not installed.
@@ -168,6 +171,7 @@ class SpacyMentions:
         labels: Iterable[str] | None = None,
         batch_size: int = 64,
         processes: int = 1,
+        apart: bool = False,
     ) -> None:
         if processes < 1:
             raise ArgusInputError(f"processes must be at least 1, got {processes}")
@@ -193,6 +197,7 @@ class SpacyMentions:
         self.labels = frozenset(DEFAULT_SPACY_LABELS if labels is None else labels)
         self.batch_size = batch_size
         self.processes = processes
+        self.apart = apart
         self._workers: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -206,7 +211,7 @@ class SpacyMentions:
 
     def in_workers(self, count: int) -> bool:
         """Whether a call with ``count`` texts runs in the worker processes."""
-        return self.processes > 1 and count >= WORKER_MIN_TEXTS
+        return (self.apart or self.processes > 1) and count >= WORKER_MIN_TEXTS
 
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty or whitespace-only texts)."""
@@ -241,32 +246,35 @@ class SpacyMentions:
         """
         from argus_ir.text.ner_workers import NerWorkerError, NerWorkers, split_by_length
 
+        n_workers = self.processes if self.apart else self.processes - 1
         runs = split_by_length(texts, self.processes)
+        mine = (0, 0) if self.apart else runs[0]  # the run this process reads
+        sent = runs if self.apart else runs[1:]
         try:
             if self._workers is None:
                 self._workers = NerWorkers(
-                    self.model, sorted(self.labels), self.batch_size, self.processes - 1
+                    self.model, sorted(self.labels), self.batch_size, n_workers
                 )
-            self._workers.send([texts[start:end] for start, end in runs[1:]])
+            self._workers.send([texts[start:end] for start, end in sent])
             try:
-                here = self._extract_here(texts[runs[0][0] : runs[0][1]])
+                here = self._extract_here(texts[mine[0] : mine[1]])
             finally:
-                apart = self._workers.receive([end - start for start, end in runs[1:]])
+                apart = self._workers.receive([end - start for start, end in sent])
         except (NerWorkerError, OSError) as exc:
             if isinstance(exc, NerWorkerError) and exc.alive:
                 return None
-            workers = f"{self.processes - 1} worker process" + ("es" if self.processes > 2 else "")
+            workers = f"{n_workers} worker process" + ("es" if n_workers > 1 else "")
             warnings.warn(
                 f"NER in {workers} failed, so it runs in this process alone from now on: {exc}",
                 RuntimeWarning,
                 stacklevel=3,
             )
             self.close()
-            self.processes = 1
+            self.processes, self.apart = 1, False
             return None
         far = [
             [Mention(start, end, text[start:end], label) for start, end, label in ents]
-            for text, ents in zip(texts[runs[0][1] :], apart, strict=True)
+            for text, ents in zip(texts[mine[1] :], apart, strict=True)
         ]
         return here + far
 

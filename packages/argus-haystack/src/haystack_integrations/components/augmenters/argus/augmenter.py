@@ -76,6 +76,7 @@ class ArgusAugmenter:
         llm: str | None = _CORE["llm"],
         prompt_version: str = _CORE["prompt_version"],
         ner_model: str | None = _CORE["ner_model"],
+        ner_processes: int | None = _CORE["ner_processes"],
         backend: str = _CORE["backend"],
         device: str | None = _CORE["device"],
         precision: str = _CORE["precision"],
@@ -115,6 +116,8 @@ class ArgusAugmenter:
         :param llm: The synthesis backend spec (``"transformers"``, ``"openai:URL[@MODEL]"``...).
         :param prompt_version: The synthesis prompt.
         :param ner_model: spaCy pipeline for mentions.
+        :param ner_processes: Processes NER runs in (default: the core's, from the retriever's
+            device: on a GPU all cores but one, at most 8, NER a batch ahead of the pass).
         :param backend: Retriever backend, ``"st"`` or ``"transformers"``.
         :param device: Torch device (default: automatic).
         :param precision: The diagnosis pass: ``"auto"`` (bf16 where the device has it
@@ -142,6 +145,7 @@ class ArgusAugmenter:
         self.llm = llm
         self.prompt_version = prompt_version
         self.ner_model = ner_model
+        self.ner_processes = ner_processes
         self.backend = backend
         self.device = device
         self.precision = precision
@@ -169,6 +173,7 @@ class ArgusAugmenter:
             "llm": self.llm,
             "prompt_version": self.prompt_version,
             "ner_model": self.ner_model,
+            "ner_processes": self.ner_processes,
             "backend": self.backend,
             "device": self.device,
             "precision": self.precision,
