@@ -10,8 +10,9 @@ never reaches the models either: it is refused, and reported like a document tha
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -90,14 +91,15 @@ def diagnose_batch(
 
 
 def diagnosed(
-    diagnoser: Diagnoser,
+    loaded: Callable[[], Diagnoser],
     batches: Iterable[list[Document]],
     max_chars: int | None,
     *,
     failures: Failures | None = None,
     window_only: bool = False,
 ) -> Iterator[tuple[list[Document], list[Diagnosis]]]:
-    """Each batch with its diagnoses (:func:`diagnose_batch`).
+    """Each batch with its diagnoses (:func:`diagnose_batch`); ``loaded`` gives the diagnoser,
+    asked for only once a batch comes (a stream with none loads no model).
 
     Where NER runs apart from the retriever's pass (:attr:`Diagnoser.ner_runs_apart`: a GPU),
     the next batch is read and handed to NER before this one's pass, so NER works a batch ahead
@@ -105,8 +107,12 @@ def diagnosed(
     repeated id, say) is raised once this batch is out, as it would be without the look-ahead.
     """
     stream = iter(batches)
+    current = next(stream, None)
+    if current is None:
+        return
+    diagnoser = loaded()
     if not diagnoser.ner_runs_apart:
-        for batch in stream:
+        for batch in itertools.chain([current], stream):
             yield (
                 batch,
                 diagnose_batch(
@@ -114,8 +120,7 @@ def diagnosed(
                 ),
             )
         return
-    current = next(stream, None)
-    started = None if current is None else _start(diagnoser, current, max_chars, window_only)
+    started = _start(diagnoser, current, max_chars, window_only)
     while current is not None:
         error: Exception | None = None
         following: list[Document] | None

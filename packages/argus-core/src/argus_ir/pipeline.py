@@ -401,7 +401,11 @@ class Argus:
         """
         window_only = self.remedy in WINDOW_ONLY
         diagnosed = batching.diagnosed(
-            self.diagnoser, batches, self.max_chars, failures=failures, window_only=window_only
+            lambda: self.diagnoser,
+            batches,
+            self.max_chars,
+            failures=failures,
+            window_only=window_only,
         )
         if self.targeting == "probe":
             yield from diagnosed

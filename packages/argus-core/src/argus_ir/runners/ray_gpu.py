@@ -19,10 +19,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from argus_ir._optional import require
-from argus_ir.diagnose import readable_text, too_long
+from argus_ir.batching import models_read
+from argus_ir.diagnose import readable_text
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
-from argus_ir.lineage import VIEW_KEY
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import WINDOW_ONLY
 from argus_ir.runners.ray_input import batch_documents
@@ -134,13 +134,9 @@ class ArgusMentionFinder:
         import pyarrow as pa
 
         docs = batch_documents(batch)
-        read = [
-            (i, readable_text(d.index_text))
-            for i, d in enumerate(docs)
-            if VIEW_KEY not in d.metadata
-            and d.text.strip()
-            and too_long(d.index_text, self.max_chars) is None
-        ]
+        todo, _ = models_read(docs, self.max_chars)  # what the diagnosis reads, by the same rule
+        wanted = {id(d) for d in todo}
+        read = [(i, readable_text(d.index_text)) for i, d in enumerate(docs) if id(d) in wanted]
         texts = [text for _, text in read]
         if self.window_only:
             ends = self.diagnoser.encoder.window_ends(texts)
