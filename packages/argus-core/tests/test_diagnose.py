@@ -203,7 +203,7 @@ def test_ner_in_workers_runs_ahead_of_the_cpu_pass_and_says_the_same(diagnoser, 
         assert np.array_equal(a.doc_vector, b.doc_vector)
 
 
-def test_ner_processes_follow_the_device():
+def test_ner_processes_follow_the_device(monkeypatch):
     torch = pytest.importorskip("torch")
     from argus_ir.diagnose import ner_processes
 
@@ -218,11 +218,10 @@ def test_ner_processes_follow_the_device():
     import argus_ir.diagnose as module
 
     for cores, processes in ((1, 1), (2, 1), (16, 8), (64, 8)):  # a GPU: all cores but one
-        module._cores = lambda cores=cores: cores  # type: ignore[misc]
-        try:
-            assert ner_processes("cuda") == ner_processes("cuda:1") == processes
-        finally:
-            del module._cores
+        monkeypatch.setattr(module, "_cores", lambda cores=cores: cores)
+        assert ner_processes("cuda") == ner_processes("cuda:1") == processes
+    monkeypatch.undo()
+    assert module._cores() >= 1  # the module's own count, back in place
     assert module.ner_apart("cuda:0") and not module.ner_apart("cpu")
 
 
