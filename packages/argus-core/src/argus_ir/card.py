@@ -15,6 +15,7 @@ from argus_ir.llm import LLM
 from argus_ir.probes.artifact import CARD_FILE
 from argus_ir.remedy import WINDOW_ONLY
 from argus_ir.text.mentions import DEFAULT_SPACY_MODEL
+from argus_ir.vectors import VECTOR_PRECISION, pass_precision
 
 if TYPE_CHECKING:
     from argus_ir.pipeline import Argus
@@ -35,15 +36,16 @@ def settings_card(argus: Argus) -> dict[str, Any]:
     from argus_ir.encoder.base import resolve_precision
     from argus_ir.encoder.models import canonical_id
 
+    precision = pass_precision(argus.precision, argus.embed)
     probe_dir = argus._probe_dir()
     card = json.loads((probe_dir / CARD_FILE).read_text(encoding="utf-8"))
     out: dict[str, Any] = {
         "retriever": canonical_id(argus.retriever),
         "backend": argus.backend,
         # what the diagnosis pass runs at here ("auto" resolved: it decides near-τ flags)
-        "precision": resolve_precision(argus.precision, pick_device(argus.device))
-        if argus.precision == "auto"
-        else argus.precision,
+        "precision": resolve_precision(precision, pick_device(argus.device))
+        if precision == "auto"
+        else precision,
         "probe": folder_hash(probe_dir),
         "tau": float(card.get("tau", 0.3)) if argus.tau is None else float(argus.tau),
         "remedy": argus.remedy,
@@ -58,6 +60,8 @@ def settings_card(argus: Argus) -> dict[str, Any]:
         # how far each document is read (WINDOW_ONLY): a checkpoint of the other never resumes
         "diagnosis": "window" if argus.remedy in WINDOW_ONLY else "whole",
     }
+    if argus.embed:  # records carry vectors: a checkpoint without them never resumes
+        out["vectors"] = VECTOR_PRECISION
     if argus.remedy == "synthesis":
         llm = argus.llm
         out["llm"] = llm.fingerprint if isinstance(llm, LLM) else (llm or "transformers")

@@ -46,6 +46,7 @@ from argus_ir.remedy import (
 from argus_ir.remedy.synthesis import PROMPT_VERSION
 from argus_ir.remedy.targeting import DEFAULT_TARGETING, TARGETINGS
 from argus_ir.text.mentions import DEFAULT_SPACY_MODEL
+from argus_ir.vectors import VECTOR_PRECISION, IndexEmbedder, pass_precision, with_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -113,12 +114,17 @@ class Argus:
         precision: The diagnosis pass: ``"auto"`` (default: bfloat16 autocast where the device
             computes it natively, AMX/AVX512-BF16 CPUs and Ampere-or-newer GPUs, else fp32),
             ``"fp32"`` or ``"bf16"``. bf16 about halves the pass; about 1% of flags near τ flip
-            against fp32 (``docs/benchmarks.md``). It never touches the vectors your index holds.
+            against fp32 (``docs/benchmarks.md``). It never touches the vectors your index holds;
+            with ``embed``, ``"auto"`` runs the pass in fp32, which then gives those vectors too.
         encoder_batch_size: Windows per retriever forward pass.
         batch_size: Documents per streamed batch (the first holds at most :data:`FIRST_BATCH`);
             a larger batch packs the retriever's passes better, a smaller one checkpoints more
             often.
         show_progress: A progress bar over documents.
+        embed: Every record of the stream carries its retriever vector (:attr:`View.vector
+            <argus_ir.remedy.View.vector>`, fp32): originals take the diagnosis pass's, views and
+            the documents the pass skips are embedded by the retriever argus holds, so the index
+            needs no embedding of its own (:mod:`argus_ir.vectors`).
     """
 
     retriever: str = "minilm"
@@ -143,6 +149,7 @@ class Argus:
     encoder_batch_size: int = 64
     batch_size: int = DEFAULT_BATCH_SIZE
     show_progress: bool = False
+    embed: bool = False
     _loaded: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,8 +197,23 @@ class Argus:
                 backend=self.backend,
                 device=self.device,
                 batch_size=self.encoder_batch_size,
-                precision=self.precision,
+                precision=pass_precision(self.precision, self.embed),
             )
+
+    def _load_embedder(self) -> IndexEmbedder:
+        from argus_ir.encoder import load_encoder
+
+        encoder = self._get("encoder")
+        if encoder.precision != VECTOR_PRECISION:  # a bf16 pass: vectors from an fp32 copy
+            encoder = load_encoder(
+                self.retriever,
+                backend=self.backend,
+                device=self.device,
+                batch_size=self.encoder_batch_size,
+                precision=VECTOR_PRECISION,
+            )
+            return IndexEmbedder(encoder, reuse=False)
+        return IndexEmbedder(encoder, reuse=True)
 
     def _load_diagnoser(self) -> Diagnoser:
         from argus_ir.probes import TrainedProbe, load_shipped_probe
@@ -238,6 +260,12 @@ class Argus:
     def diagnoser(self) -> Diagnoser:
         """The :class:`~argus_ir.diagnose.Diagnoser` (loads retriever, probe and NER)."""
         return cast(Diagnoser, self._get("diagnoser"))
+
+    @property
+    def embedder(self) -> IndexEmbedder:
+        """The :class:`~argus_ir.vectors.IndexEmbedder` that gives index vectors (loads the
+        retriever)."""
+        return cast(IndexEmbedder, self._get("embedder"))
 
     @property
     def reference_kb(self) -> KnowledgeBase:
@@ -325,12 +353,18 @@ class Argus:
         *,
         stats: RemedyStats | None = None,
         show_progress: bool | None = None,
+        vectors: bool | None = None,
     ) -> Iterator[tuple[Diagnosis, list[View]]]:
         """Like :meth:`augment`, per document: its diagnosis and its entries (original first).
 
-        ``show_progress`` overrides the field for this call (adapters pass their framework's).
+        ``show_progress`` overrides the field for this call (adapters pass their framework's);
+        ``vectors=False`` leaves the entries without vectors whatever ``embed`` says (an adapter
+        whose index embeds other strings computes them itself).
         """
-        for batch in self.process_batches(documents, stats=stats, show_progress=show_progress):
+        batches = self.process_batches(
+            documents, stats=stats, show_progress=show_progress, vectors=vectors
+        )
+        for batch in batches:
             for _, diagnosis, views in batch:
                 yield diagnosis, views
 
@@ -343,6 +377,7 @@ class Argus:
         total: int | None = None,
         done: int = 0,
         pool: Iterable[DocumentLike] | None = None,
+        vectors: bool | None = None,
     ) -> Iterator[list[tuple[Document, Diagnosis, list[View]]]]:
         """One list per batch of ``batch_size`` documents: each document, its diagnosis, its entries.
 
@@ -350,9 +385,11 @@ class Argus:
         writer checkpoints on. ``total`` and ``done`` set the progress bar's length and start (for
         a stream whose length is known, or a run resumed after ``done`` documents). With
         ``targeting="corpus"``, ``pool`` (the corpus from its start) refills the reach pool of a
-        resumed run, so it flags what an uninterrupted run would.
+        resumed run, so it flags what an uninterrupted run would. ``vectors`` (default: ``embed``)
+        gives every entry its vector.
         """
         stats = RemedyStats() if stats is None else stats
+        vectors = self.embed if vectors is None else vectors
         batches = self._batches(documents, show_progress, total=total, done=done)
         for batch, diagnoses in self._targeted(batches, pool, stats.failures):
             stats.no_text += sum(1 for d in batch if not d.text.strip() and not earlier_output(d))
@@ -381,10 +418,11 @@ class Argus:
                 if earlier_output(doc):
                     grouped[doc.id] = [View(doc.id, doc.text, doc.metadata)]
                     stats.passed_through += 1
-            yield [
+            entries = [
                 (doc, diagnosis, grouped[doc.id])
                 for doc, diagnosis in zip(batch, diagnoses, strict=True)
             ]
+            yield with_vectors(self.embedder, entries, stats.failures) if vectors else entries
 
     def _targeted(
         self,

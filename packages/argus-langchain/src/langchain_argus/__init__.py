@@ -4,17 +4,21 @@
   through and adds support views of those whose entities the retriever cannot reach.
 - :class:`ArgusRetriever`: searches a vector store holding those views and returns one original
   document per source.
+- :class:`ArgusEmbeddings`: with ``ArgusDocumentTransformer(embed=True)``, the store's embeddings
+  answered from the vectors argus computed (``transformer.embeddings(base)``): embed once.
 - :func:`collapse_documents`: the folding, for scored hits you already have.
 - :class:`SiraEnricher` and :class:`SiraRetriever`: lexical SIRA, LLM search vocabulary in the
   documents' metadata and a BM25 retriever that uses it plus a per-query sketch.
 """
 
+from langchain_argus.embeddings import ArgusEmbeddings
 from langchain_argus.retriever import ArgusRetriever, collapse_documents
 from langchain_argus.sira import SiraEnricher, SiraRetriever
 from langchain_argus.transformer import ArgusDocumentTransformer
 
 __all__ = [
     "ArgusDocumentTransformer",
+    "ArgusEmbeddings",
     "ArgusRetriever",
     "SiraEnricher",
     "SiraRetriever",

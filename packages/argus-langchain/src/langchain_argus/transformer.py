@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from argus_ir import Argus
+from argus_ir.errors import ArgusInputError
 from argus_ir.runners.integration import (
     TRUST_LINEAGE,
     AugmentResult,
@@ -19,6 +22,7 @@ from argus_ir.runners.integration import (
     augment_records,
 )
 from argus_ir.settings import argus_settings
+from langchain_argus.embeddings import DEFAULT_MAX_PENDING, ArgusEmbeddings, PendingVectors
 from langchain_argus.kb import store_kb
 
 __all__ = ["ArgusDocumentTransformer"]
@@ -96,14 +100,47 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
     trust_lineage: bool = TRUST_LINEAGE
     """Pass argus views among the inputs through untouched (re-ingesting argus's own output);
     by default an input's ``argus_*`` keys are replaced and it is indexed as an original."""
+    embed: bool = _CORE["embed"]
+    """Compute every returned document's retriever vector (originals from the diagnosis pass,
+    views with the retriever argus holds), for the store's :meth:`embeddings` to hand out, so the
+    store embeds nothing a second time."""
+    max_pending: int = DEFAULT_MAX_PENDING
+    """With ``embed``: the most vectors held for documents the store has not embedded yet."""
 
     _argus: Argus | None = PrivateAttr(default=None)
     _last_stats: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _pending: PendingVectors | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self) -> ArgusDocumentTransformer:
         Argus(**self._settings())  # the facade checks its settings; it loads nothing
         return self
+
+    def embeddings(self, base: Embeddings) -> ArgusEmbeddings:
+        """The embeddings to build your vector store with: ``embed_documents`` answers from the
+        vectors this transformer computed for exactly those texts; queries, and any text it did
+        not return, go to ``base``, your model (the same as ``retriever``).
+
+        Example:
+            >>> argus = ArgusDocumentTransformer(embed=True)  # doctest: +SKIP
+            >>> store = InMemoryVectorStore(argus.embeddings(HuggingFaceEmbeddings(model_name=path)))  # doctest: +SKIP
+            >>> store.add_documents(argus.transform_documents(docs))  # doctest: +SKIP
+
+        Raises:
+            ArgusInputError: ``embed`` is off, or ``base`` declares another model than
+                ``retriever`` (the message names both) or a setting that changes its vectors.
+        """
+        if not self.embed:
+            raise ArgusInputError(
+                "embeddings() hands out the vectors an ArgusDocumentTransformer(embed=True) "
+                "computes; this one has embed=False"
+            )
+        return ArgusEmbeddings(base, self._vectors_pending(), self.retriever)
+
+    def _vectors_pending(self) -> PendingVectors:
+        if self._pending is None or self._pending.max_pending != self.max_pending:
+            self._pending = PendingVectors(self.max_pending)
+        return self._pending
 
     def _settings(self) -> dict[str, Any]:
         """The :class:`argus_ir.Argus` settings (a store as ``kb`` wrapped as a KB)."""
@@ -165,7 +202,10 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
             show_progress=kwargs.get("show_progress"),
             trust_lineage=self.trust_lineage,
         )
-        return self._finish(documents, result)
+        out = self._finish(documents, result)
+        if self.embed:
+            self._embed(out, result, kwargs.get("show_progress"))
+        return out
 
     async def atransform_documents(
         self, documents: Sequence[Document], **kwargs: Any
@@ -179,7 +219,20 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
             show_progress=kwargs.get("show_progress"),
             trust_lineage=self.trust_lineage,
         )
-        return self._finish(documents, result)
+        out = self._finish(documents, result)
+        if self.embed:
+            await asyncio.to_thread(self._embed, out, result, kwargs.get("show_progress"))
+        return out
+
+    def _embed(
+        self, out: list[Document], result: AugmentResult, show_progress: bool | None
+    ) -> None:
+        """Compute every returned document's vector and hold it for :meth:`embeddings`."""
+        show = self.show_progress if show_progress is None else show_progress
+        texts = [doc.page_content for doc in out]
+        ids = [str(doc.id) for doc in out]
+        self._vectors_pending().put(texts, result.index_vectors(self.argus, texts, ids, show))
+        self._last_stats = result.stats_dict()  # with any text that could not be embedded
 
     def _finish(self, documents: Sequence[Document], result: AugmentResult) -> list[Document]:
         out: list[Document] = []

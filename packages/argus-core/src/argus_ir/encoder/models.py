@@ -33,6 +33,7 @@ __all__ = [
     "canonical_id",
     "loading_bars",
     "resolve_model",
+    "same_model",
 ]
 
 MODEL_ALIASES = {
@@ -71,6 +72,18 @@ def resolve_model(model: str) -> Path | str:
     if cid == "sentence-transformers/all-mpnet-base-v2":
         return assemble_mpnet()
     return model
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names (alias, hub id or local folder) name the same model: the same
+    canonical id, or the same folder once aliases are resolved. Two copies of a model in different
+    folders are not recognised as one."""
+    if canonical_id(a).lower() == canonical_id(b).lower():
+        return True
+    try:
+        return Path(resolve_model(a)).resolve() == Path(resolve_model(b)).resolve()
+    except (ArgusInputError, ImportError, OSError):  # an alias whose package is missing
+        return False
 
 
 def _part_file(dist_name: str) -> Path:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 
@@ -35,11 +38,14 @@ class View:
         metadata: Lineage (``argus_source_id``, ``argus_view``, and for views ``argus_entity``,
             ``argus_kb_id``, ``argus_rps``; synthesis adds ``argus_prompt`` and ``argus_llm``, a
             fallback ``argus_fallback``).
+        vector: The retriever's fp32 vector of ``text``, where the stream was asked for vectors
+            (``Argus(embed=True)``); ``None`` otherwise, or where the text could not be embedded.
     """
 
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def source_id(self) -> str:

@@ -34,11 +34,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
 from argus_ir.remedy import ORIGINAL, RemedyStats, View
 from argus_ir.remedy.texts import VIEW_ID, view_id
 
 if TYPE_CHECKING:
+    from argus_ir.diagnose import Diagnosis
     from argus_ir.pipeline import Argus
 
 logger = logging.getLogger(__name__)
@@ -108,6 +111,8 @@ class AugmentResult:
             (``trust_lineage=True`` and consistent lineage).
         metadata: Each input's metadata as it must come out: a trusted view's as it came, any
             other's with its ``argus_*`` keys replaced by an original's lineage.
+        known: With ``Argus(embed=True)``: the diagnosis pass's fp32 vector of each text it read,
+            by that exact string (:meth:`index_vectors` reuses them).
     """
 
     entries: list[Entry]
@@ -117,6 +122,17 @@ class AugmentResult:
     rewritten: list[str] = field(default_factory=list)
     trusted: frozenset[int] = frozenset()
     metadata: list[dict[str, Any]] = field(default_factory=list)
+    known: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def index_vectors(
+        self, argus: Argus, texts: Sequence[str], ids: Sequence[str], show_progress: bool = False
+    ) -> list[np.ndarray | None]:
+        """The retriever's fp32 vector of each string an adapter's index embeds for its entries
+        (the pass's where it read that very string, else embedded now, each distinct string
+        once); a string the tokenizer refuses gets ``None`` and a failure in :attr:`stats`."""
+        return argus.embedder.embed(
+            texts, self.known, failures=self.stats.failures, ids=ids, show_progress=show_progress
+        )
 
     @property
     def failed_positions(self) -> list[int]:
@@ -201,7 +217,11 @@ class _Selection:
     trusted: frozenset[int]
 
     def result(
-        self, records: Sequence[Record], done: Iterable[list[View]], stats: RemedyStats
+        self,
+        records: Sequence[Record],
+        done: Iterable[list[View]],
+        stats: RemedyStats,
+        known: dict[str, np.ndarray],
     ) -> AugmentResult:
         metadata = [
             dict(r.metadata) if pos in self.trusted else original_metadata(r.metadata, doc_id)
@@ -215,6 +235,7 @@ class _Selection:
             self.rewritten,
             self.trusted,
             metadata,
+            known,
         )
 
 
@@ -298,8 +319,22 @@ def augment_records(
     sel = _select(records, trust_lineage)
     stats = RemedyStats()
     docs = [(sel.ids[p], records[p].text) for p in sel.todo]
-    done = [views for _, views in argus.process(docs, stats=stats, show_progress=show_progress)]
-    return sel.result(records, done, stats)
+    known: dict[str, np.ndarray] = {}
+    processed = argus.process(docs, stats=stats, show_progress=show_progress, vectors=False)
+    done = [_keep(argus, known, diagnosis, views) for diagnosis, views in processed]
+    return sel.result(records, done, stats, known)
+
+
+def _keep(
+    argus: Argus, known: dict[str, np.ndarray], diagnosis: Diagnosis, views: list[View]
+) -> list[View]:
+    """``views``, with the pass's vector of their original kept in ``known`` where the facade
+    embeds (:attr:`AugmentResult.known`)."""
+    if argus.embed:
+        vector = argus.embedder.known(views[0].text, diagnosis)
+        if vector is not None:
+            known[views[0].text] = vector
+    return views
 
 
 async def aaugment_records(
@@ -320,16 +355,18 @@ async def aaugment_records(
     ids, todo = sel.ids, sel.todo
     stats = RemedyStats()
     done: list[list[View]] = []
+    known: dict[str, np.ndarray] = {}
     show = argus.show_progress if show_progress is None else show_progress
     step = argus.batch_size
 
     def run(chunk: list[int]) -> list[list[View]]:
         docs = [(ids[p], records[p].text) for p in chunk]
-        return [views for _, views in argus.process(docs, stats=stats, show_progress=False)]
+        processed = argus.process(docs, stats=stats, show_progress=False, vectors=False)
+        return [_keep(argus, known, diagnosis, views) for diagnosis, views in processed]
 
     with tqdm(total=len(todo), desc="argus", unit="doc", disable=not show) as bar:
         for start in range(0, len(todo), step):
             chunk = todo[start : start + step]
             done.extend(await asyncio.to_thread(run, chunk))
             bar.update(len(chunk))
-    return sel.result(records, done, stats)
+    return sel.result(records, done, stats, known)
