@@ -7,6 +7,7 @@
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
 - :data:`STORE_KB_ENTRIES`, :data:`STORE_KB_DOCUMENT`: a small product wiki each adapter puts in
   its framework's store to test the store as the KB.
+- :func:`lead_documents`: 160 documents with metadata (embed-once tests).
 - :func:`cosine_reference`: what a collapse over a real store must return, computed with numpy.
 """
 
@@ -18,6 +19,7 @@ from argus_ir.testing.scenario import (
     STORE_KB_DOCUMENT,
     STORE_KB_ENTRIES,
     Scenario,
+    lead_documents,
     minilm_path,
 )
 
@@ -30,5 +32,6 @@ __all__ = [
     "ScriptedLLM",
     "contract_kb",
     "cosine_reference",
+    "lead_documents",
     "minilm_path",
 ]

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCENARIO", "Scenario", "minilm_path"]
+__all__ = ["SCENARIO", "Scenario", "lead_documents", "minilm_path"]
 
 _DISTRACTORS = (
     ("film-3", "Casablanca's old medina is crowded with tourists every summer."),
@@ -100,3 +100,29 @@ STORE_KB_ENTRIES: tuple[tuple[str, str, dict[str, str]], ...] = (
 STORE_KB_DOCUMENT = ("t1", "Anna Berg fixed the Quarkon firmware in Vienna.")
 """The document whose "Quarkon" the store answers (``wiki-7``); Vienna and Anna Berg it does not
 know by name."""
+
+
+def lead_documents(n: int = 160) -> list[tuple[str, str, dict[str, Any]]]:
+    """``n`` documents with metadata, for tests that need a corpus of some size: the scenario's
+    documents, then the first sentences of the shipped Wikipedia leads (every few with a newline
+    and a zero-width space, which the diagnosis reads as a space), each as ``(id, text,
+    metadata)`` with a ``title``, a ``year`` and a ``group``."""
+    import gzip
+
+    docs: list[tuple[str, str, dict[str, Any]]] = [
+        (doc_id, text, {"title": "", "year": 2000 + i, "group": "scenario"})
+        for i, (doc_id, text) in enumerate(SCENARIO.documents)
+    ]
+    data = resources.files("argus_ir") / "data" / "kb_vital10k.jsonl.gz"
+    with gzip.open(str(data), "rt", encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if len(docs) >= n:
+                break
+            row = json.loads(line)
+            text = ". ".join(row["text"].split(". ")[:2])[:400]
+            if i % 7 == 3:
+                text = text.replace(" ", "\n", 1).replace(" ", "\u200b", 1)
+            docs.append(
+                (f"lead-{i}", text, {"title": row["title"], "year": 1900 + i, "group": "lead"})
+            )
+    return docs[:n]
