@@ -4,9 +4,8 @@ Run: python examples/langchain_quickstart.py   (offline: MiniLM, spaCy and the K
 """
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
-from sentence_transformers import SentenceTransformer
+from langchain_huggingface import HuggingFaceEmbeddings
 
 from argus_ir.encoder.models import resolve_model
 from langchain_argus import ArgusDocumentTransformer, ArgusRetriever
@@ -24,28 +23,18 @@ DOCS = [
 QUERY = "the actor who starred in Casablanca and The Maltese Falcon"
 
 
-class MiniLM(Embeddings):
-    """all-MiniLM-L6-v2 from its offline package (HuggingFaceEmbeddings does the same online)."""
-
-    def __init__(self) -> None:
-        self.model = SentenceTransformer(str(resolve_model("minilm")), device="cpu")
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, normalize_embeddings=True).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
-
 def main() -> None:
-    embeddings = MiniLM()
+    # all-MiniLM-L6-v2 from its offline package (online: model_name="sentence-transformers/all-MiniLM-L6-v2")
+    embeddings = HuggingFaceEmbeddings(model_name=str(resolve_model("minilm")))
     docs = [Document(page_content=text, id=doc_id) for doc_id, text in DOCS]
 
     plain = InMemoryVectorStore(embedding=embeddings)
     plain.add_documents(docs)
     print("without argus:", [d.id for d in plain.similarity_search(QUERY, k=1)])
 
-    argus = ArgusDocumentTransformer(retriever="minilm", remedy="expansion", k_aug=2)
+    # embed=True: argus computes every vector it returns (the originals' come from its diagnosis
+    # pass), and the store built with argus.embeddings(...) takes them instead of embedding again
+    argus = ArgusDocumentTransformer(retriever="minilm", remedy="expansion", k_aug=2, embed=True)
     augmented = argus.transform_documents(docs)  # originals first, each followed by its views
     print(
         "argus:",
@@ -54,7 +43,7 @@ def main() -> None:
         argus.last_stats["flagged_entities"],
         "flagged entities",
     )
-    store = InMemoryVectorStore(embedding=embeddings)
+    store = InMemoryVectorStore(embedding=argus.embeddings(embeddings))
     store.add_documents(list(augmented))
     found = ArgusRetriever(vectorstore=store, k=1).invoke(QUERY)
     print("with argus:   ", [d.id for d in found])
