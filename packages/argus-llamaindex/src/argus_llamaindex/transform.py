@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.schema import (
     BaseNode,
+    ImageNode,
+    MetadataMode,
     NodeRelationship,
     RelatedNodeInfo,
     TextNode,
     TransformComponent,
 )
-from pydantic import Field, PrivateAttr, field_serializer, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from argus_ir import Argus
 from argus_ir.runners.integration import (
@@ -50,15 +60,28 @@ class ArgusTransform(TransformComponent):
     keys an input brings are replaced (counted in ``last_stats["lineage_rewritten"]``), unless
     ``trust_lineage=True`` and it is a consistent argus view, which passes through as it came.
 
+    With ``embed=True`` every node it returns that has text (not an ``ImageNode``) carries its
+    ``embedding``: the retriever's vector of exactly the string LlamaIndex embeds for it,
+    ``node.get_content(metadata_mode=MetadataMode.EMBED)`` (metadata template, separator, text
+    template and ``excluded_embed_metadata_keys`` honoured). A vector store or
+    ``VectorStoreIndex`` then embeds none of them again; leave the embedding model out of the
+    pipeline (an embedding transform re-embeds every node), keep it for queries. The vectors are
+    the retriever's own, so ``retriever`` must name the model your queries are embedded with.
+
     Every setting that changes the output is a public field, including ``probe_checksum`` and
     ``kb_fingerprint`` (filled from the probe and KB files when left empty), so the pipeline's cache
-    misses when a setting, a retrained probe or an edited KB changes. The transform pickles without
-    its models, for ``num_workers > 1``.
+    misses when a setting, a retrained probe or an edited KB changes. An unknown setting is
+    refused. The transform pickles without its models, for ``num_workers > 1``.
 
     Example:
         >>> from argus_llamaindex import ArgusTransform
         >>> pipeline = IngestionPipeline(transformations=[ArgusTransform(), embed_model])  # doctest: +SKIP
+        >>> once = IngestionPipeline(  # doctest: +SKIP
+        ...     transformations=[ArgusTransform(embed=True)], vector_store=store
+        ... )
     """
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting must not pass for a default
 
     retriever: str = Field(default=_CORE["retriever"], description=_DOCS["retriever"])
     probe: str | None = Field(default=_CORE["probe"], description=_DOCS["probe"])
@@ -101,6 +124,12 @@ class ArgusTransform(TransformComponent):
         description="Pass argus views among the inputs through as they came (re-ingesting argus's "
         "own output); by default an input's argus_* metadata keys are replaced and it is indexed "
         "as an original.",
+    )
+    embed: bool = Field(
+        default=_CORE["embed"],
+        description=_DOCS["embed"]
+        + " Each returned node's embedding is the vector of its text as LlamaIndex embeds it "
+        "(MetadataMode.EMBED).",
     )
     show_progress: bool = Field(
         default=_CORE["show_progress"],
@@ -178,7 +207,8 @@ class ArgusTransform(TransformComponent):
         result = augment_records(
             self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
         )
-        return self._finish(nodes, result)
+        out = self._finish(nodes, result)
+        return self._embed(nodes, out, result, show) if self.embed else out
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Async :meth:`__call__`: batches run in a worker thread, the event loop stays free."""
@@ -186,7 +216,27 @@ class ArgusTransform(TransformComponent):
         result = await aaugment_records(
             self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
         )
-        return self._finish(nodes, result)
+        out = self._finish(nodes, result)
+        if self.embed:
+            out = await asyncio.to_thread(self._embed, nodes, out, result, show)
+        return out
+
+    def _embed(
+        self, nodes: Sequence[BaseNode], out: list[BaseNode], result: AugmentResult, show: bool
+    ) -> list[BaseNode]:
+        """``out`` with each text node's embedding: the vector of the string LlamaIndex embeds
+        for it, as the node is returned. A node passed through as it came is copied first, so
+        the inputs are not modified; a media node gets none."""
+        given = {id(node) for node in nodes}
+        out = [node.model_copy() if id(node) in given else node for node in out]
+        targets = [node for node in out if _embeds_text(node)]
+        texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in targets]
+        ids = [node.node_id for node in targets]
+        vectors = result.index_vectors(self.argus, texts, ids, show)
+        for node, vector in zip(targets, vectors, strict=True):
+            node.embedding = None if vector is None else vector.tolist()
+        self._last_stats = result.stats_dict()  # with any text that could not be embedded
+        return out
 
     def _finish(self, nodes: Sequence[BaseNode], result: AugmentResult) -> list[BaseNode]:
         out: list[BaseNode] = []
@@ -256,6 +306,12 @@ def _text(node: BaseNode) -> str | None:
         return node.text
     resource = getattr(node, "text_resource", None)
     return None if resource is None else resource.text
+
+
+def _embeds_text(node: BaseNode) -> bool:
+    """Whether a node's embedding is a text vector: it has text and is not an image node (whose
+    ``embedding`` a multi-modal index fills with the image's vector)."""
+    return _text(node) is not None and not isinstance(node, ImageNode)
 
 
 def _records(nodes: Sequence[BaseNode]) -> list[Record]:
