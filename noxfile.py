@@ -47,6 +47,9 @@ ADAPTER_TEST_DEPS = (
     "lancedb==0.40.0",
     # LangChain's standard retriever tests, run against ArgusRetriever
     "langchain-tests==1.1.9",
+    # each framework's own sentence-transformers embedder: embed-once vectors are checked against it
+    "llama-index-embeddings-huggingface==0.8.0",
+    "langchain-huggingface==1.2.3",
 )
 # bm25s: the independent BM25 the KB index and SIRA's are checked against (argus never imports it)
 TEST_DEPS = ("pytest>=8", "hypothesis>=6", "scikit-learn>=1.4", "bm25s>=0.2.6")
