@@ -40,7 +40,17 @@ class TestContract(AdapterContract):
     # Haystack's names and conventions: components take `progress_bar`, shown unless turned off
     renamed_settings: ClassVar[dict[str, str]] = {"show_progress": "progress_bar"}
     own_defaults: ClassVar[dict[str, Any]] = {"progress_bar": True}
-    own_settings: ClassVar[frozenset[str]] = frozenset({"kb_fingerprint"})
+    # and, for embed=True, SentenceTransformersDocumentEmbedder's text settings
+    own_settings: ClassVar[frozenset[str]] = frozenset(
+        {
+            "kb_fingerprint",
+            "meta_fields_to_embed",
+            "embedding_separator",
+            "prefix",
+            "suffix",
+            "normalize_embeddings",
+        }
+    )
 
     def settings_defaults(self) -> dict[str, Any]:
         params = inspect.signature(ArgusAugmenter.__init__).parameters

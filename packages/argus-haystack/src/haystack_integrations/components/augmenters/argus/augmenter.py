@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from argus_ir import Argus
@@ -48,13 +50,22 @@ class ArgusAugmenter:
     after the retriever; to replace or delete a document with its views, see
     :class:`ArgusSourceCleaner`.
 
-    The init parameters are :class:`argus_ir.Argus` settings (plain values, so the component
-    serialises); models load in :meth:`warm_up`.
+    With ``embed=True`` the document embedder is not needed: every document that comes out with
+    content carries its ``embedding``, the retriever's vector of exactly the string
+    ``SentenceTransformersDocumentEmbedder`` embeds with the same ``meta_fields_to_embed``,
+    ``embedding_separator``, ``prefix``, ``suffix`` and ``normalize_embeddings``; connect it
+    straight to the ``DocumentWriter`` and embed queries with the same model as ``retriever``.
+
+    The init parameters are :class:`argus_ir.Argus` settings and the embedder's text settings
+    (plain values, so the component serialises); models load in :meth:`warm_up`.
 
     Usage:
         >>> from haystack_integrations.components.augmenters.argus import ArgusAugmenter
         >>> augmenter = ArgusAugmenter(remedy="expansion", k_aug=2)
         >>> augmenter.run(documents=docs)["documents"]  # doctest: +SKIP
+        >>> once = ArgusAugmenter(embed=True, meta_fields_to_embed=["title"])  # doctest: +SKIP
+        >>> pipe.add_component("argus", once)  # doctest: +SKIP
+        >>> pipe.connect("argus.documents", "writer.documents")  # no embedder  # doctest: +SKIP
     """
 
     def __init__(
@@ -84,6 +95,12 @@ class ArgusAugmenter:
         batch_size: int = _CORE["batch_size"],
         progress_bar: bool = True,
         trust_lineage: bool = TRUST_LINEAGE,
+        embed: bool = _CORE["embed"],
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        prefix: str = "",
+        suffix: str = "",
+        normalize_embeddings: bool = False,
     ) -> None:
         """Create the component.
 
@@ -128,6 +145,19 @@ class ArgusAugmenter:
         :param trust_lineage: Pass argus views among the inputs through as they came (re-ingesting
             argus's own output); by default an input's ``argus_*`` meta keys are replaced and it
             is indexed as an original.
+        :param embed: Give every document that comes out with content its ``embedding`` (fp32):
+            originals take the diagnosis pass's vector where it read the very string embedded,
+            everything else is embedded by the retriever argus holds, so no document embedder is
+            needed. The next five parameters are ``SentenceTransformersDocumentEmbedder``'s, and
+            must be the values you would give it.
+        :param meta_fields_to_embed: Meta fields embedded with the content (values as ``str``,
+            fields absent or ``None`` skipped).
+        :param embedding_separator: Joins the meta values and the content.
+        :param prefix: Put before the embedded string (an instruction such as ``"passage: "``).
+        :param suffix: Put after it.
+        :param normalize_embeddings: L2-normalise each vector.
+        :raises ValueError: A setting is out of range, or ``meta_fields_to_embed`` is not a list of
+            field names.
         """
         self.retriever = retriever
         self.probe = probe
@@ -153,6 +183,19 @@ class ArgusAugmenter:
         self.batch_size = batch_size
         self.progress_bar = progress_bar
         self.trust_lineage = trust_lineage
+        if isinstance(meta_fields_to_embed, str) or not all(
+            isinstance(name, str) for name in meta_fields_to_embed or []
+        ):
+            raise ValueError(
+                f"meta_fields_to_embed must be a list of meta field names, got "
+                f"{meta_fields_to_embed!r}"
+            )
+        self.embed = embed
+        self.meta_fields_to_embed = list(meta_fields_to_embed or [])
+        self.embedding_separator = embedding_separator
+        self.prefix = prefix
+        self.suffix = suffix
+        self.normalize_embeddings = normalize_embeddings
         self._argus = Argus(**self._settings())  # checks the settings now; loads nothing
         self._warm = False
 
@@ -180,12 +223,16 @@ class ArgusAugmenter:
             "encoder_batch_size": self.encoder_batch_size,
             "batch_size": self.batch_size,
             "show_progress": self.progress_bar,
+            "embed": self.embed,
         }
 
     def warm_up(self) -> None:
-        """Load the retriever, probe, NER model, KB (and LLM for synthesis); idempotent."""
+        """Load the retriever, probe, NER model, KB (and LLM for synthesis; with ``embed`` an fp32
+        retriever where the pass is bf16); idempotent."""
         if not self._warm:
             self._argus.load()
+            if self.embed:
+                self._argus.embedder  # noqa: B018 (loads it)
             self._warm = True
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,6 +242,11 @@ class ArgusAugmenter:
         settings["kb"] = kb_to_dict(self.kb)
         settings["kb_fingerprint"] = self.kb_fingerprint
         settings["trust_lineage"] = self.trust_lineage
+        settings["meta_fields_to_embed"] = list(self.meta_fields_to_embed)
+        settings["embedding_separator"] = self.embedding_separator
+        settings["prefix"] = self.prefix
+        settings["suffix"] = self.suffix
+        settings["normalize_embeddings"] = self.normalize_embeddings
         return default_to_dict(self, **settings)
 
     @classmethod
@@ -212,14 +264,16 @@ class ArgusAugmenter:
         """Pass every document through and add the views of those with blind-spot entities.
 
         :param documents: The documents to augment (not modified).
-        :returns: ``documents`` (originals with their lineage, each followed by its views),
-            ``failed_documents`` (originals whose views could not be built) and ``stats``.
+        :returns: ``documents`` (originals with their lineage, each followed by its views; with
+            ``embed``, each with its embedding), ``failed_documents`` (originals whose views or
+            vector could not be built) and ``stats``.
         """
         self.warm_up()
-        return self._finish(
-            documents,
-            augment_records(self._argus, _records(documents), trust_lineage=self.trust_lineage),
-        )
+        result = augment_records(self._argus, _records(documents), trust_lineage=self.trust_lineage)
+        out = self._documents(documents, result)
+        if self.embed:
+            out = self._embed(out, result)
+        return self._outputs(documents, out, result)
 
     @component.output_types(
         documents=list[Document], failed_documents=list[Document], stats=dict[str, Any]
@@ -234,9 +288,39 @@ class ArgusAugmenter:
         result = await aaugment_records(
             self._argus, _records(documents), trust_lineage=self.trust_lineage
         )
-        return self._finish(documents, result)
+        out = self._documents(documents, result)
+        if self.embed:
+            out = await asyncio.to_thread(self._embed, out, result)
+        return self._outputs(documents, out, result)
 
-    def _finish(self, documents: list[Document], result: AugmentResult) -> dict[str, Any]:
+    def _text_to_embed(self, document: Document) -> str:
+        """The string ``SentenceTransformersDocumentEmbedder`` embeds for ``document`` with this
+        component's settings: ``prefix``, then the values of ``meta_fields_to_embed`` (as
+        ``str``; absent or ``None`` skipped) and the content joined by ``embedding_separator``,
+        then ``suffix``."""
+        meta = document.meta
+        values = [
+            str(meta[name]) for name in self.meta_fields_to_embed if meta.get(name) is not None
+        ]
+        joined = self.embedding_separator.join([*values, document.content or ""])
+        return self.prefix + joined + self.suffix
+
+    def _embed(self, out: list[Document], result: AugmentResult) -> list[Document]:
+        """Copies of ``out``, each with the vector of the string it embeds; a document without
+        content is left as it is, one whose string cannot be embedded gets none."""
+        at = [i for i, doc in enumerate(out) if doc.content is not None]
+        texts = [self._text_to_embed(out[i]) for i in at]
+        ids = [out[i].id for i in at]
+        vectors = result.index_vectors(self._argus, texts, ids, self.progress_bar)
+        embedded = list(out)
+        for i, vector in zip(at, vectors, strict=True):
+            if vector is not None and self.normalize_embeddings:
+                vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
+            embedding = None if vector is None else vector.tolist()
+            embedded[i] = replace(out[i], embedding=embedding)
+        return embedded
+
+    def _documents(self, documents: list[Document], result: AugmentResult) -> list[Document]:
         out: list[Document] = []
         for entry in result.entries:
             if entry.view is None:
@@ -247,13 +331,18 @@ class ArgusAugmenter:
             else:
                 view = entry.view
                 out.append(Document(id=view.id, content=view.text, meta=view.metadata))
+        return out
+
+    def _outputs(
+        self, documents: list[Document], out: list[Document], result: AugmentResult
+    ) -> dict[str, Any]:
         reasons = dict(result.stats.failures)
         failed = []
         for pos in result.failed_positions:
             doc = documents[pos]
             failed.append(replace(doc, meta={**doc.meta, "argus_error": reasons[result.ids[pos]]}))
             logger.warning(
-                "argus could not build views of document {doc_id}: {reason}",
+                "argus could not build the views or vector of document {doc_id}: {reason}",
                 doc_id=result.ids[pos],
                 reason=reasons[result.ids[pos]],
             )
