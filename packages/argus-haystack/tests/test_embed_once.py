@@ -235,3 +235,15 @@ def test_the_text_settings_round_trip_through_dict_and_yaml():
     assert ArgusAugmenter().to_dict()["init_parameters"]["embed"] is False
     with pytest.raises(ValueError, match="meta_fields_to_embed"):
         ArgusAugmenter(meta_fields_to_embed="title")  # type: ignore[arg-type]
+
+
+def test_a_text_the_tokenizer_refuses_gets_no_vector_and_is_reported():
+    docs = [
+        Document(id="ok", content="Marie Curie studied radioactivity in Paris."),
+        Document(id="bad", content="A lone \ud800 surrogate in a text about Paris."),
+    ]
+    out = ArgusAugmenter(embed=True, progress_bar=False).run(documents=docs)
+    vectors = {d.id: d.embedding for d in out["documents"]}
+    assert vectors["ok"] is not None and vectors["bad"] is None
+    assert [d.id for d in out["failed_documents"]] == ["bad"]
+    assert ("bad", "vector") in {(i, r.split(":")[0]) for i, r in out["stats"]["failures"]}
