@@ -50,8 +50,8 @@ class ArgusAugmenter:
     after the retriever; to replace or delete a document with its views, see
     :class:`ArgusSourceCleaner`.
 
-    With ``embed=True`` the document embedder is not needed: every document that comes out with
-    content carries its ``embedding``, the retriever's vector of exactly the string
+    With ``embed=True`` the document embedder is not needed: every document that comes out
+    carries its ``embedding``, the retriever's vector of exactly the string
     ``SentenceTransformersDocumentEmbedder`` embeds with the same ``meta_fields_to_embed``,
     ``embedding_separator``, ``prefix``, ``suffix`` and ``normalize_embeddings``; connect it
     straight to the ``DocumentWriter`` and embed queries with the same model as ``retriever``.
@@ -145,7 +145,8 @@ class ArgusAugmenter:
         :param trust_lineage: Pass argus views among the inputs through as they came (re-ingesting
             argus's own output); by default an input's ``argus_*`` meta keys are replaced and it
             is indexed as an original.
-        :param embed: Give every document that comes out with content its ``embedding`` (fp32):
+        :param embed: Give every document that comes out its ``embedding`` (fp32), as the document
+            embedder would (one without content too: its meta fields and affixes):
             originals take the diagnosis pass's vector where it read the very string embedded,
             everything else is embedded by the retriever argus holds, so no document embedder is
             needed. The next five parameters are ``SentenceTransformersDocumentEmbedder``'s, and
@@ -306,14 +307,14 @@ class ArgusAugmenter:
         return self.prefix + joined + self.suffix
 
     def _embed(self, out: list[Document], result: AugmentResult) -> list[Document]:
-        """Copies of ``out``, each with the vector of the string it embeds; a document without
-        content is left as it is, one whose string cannot be embedded gets none."""
-        at = [i for i, doc in enumerate(out) if doc.content is not None]
-        texts = [self._text_to_embed(out[i]) for i in at]
-        ids = [out[i].id for i in at]
+        """Copies of ``out``, each with the vector of the string it embeds (a document without
+        content too, as the document embedder embeds its meta fields and affixes); one whose
+        string cannot be embedded gets none."""
+        texts = [self._text_to_embed(doc) for doc in out]
+        ids = [doc.id for doc in out]
         vectors = result.index_vectors(self._argus, texts, ids, self.progress_bar)
         embedded = list(out)
-        for i, vector in zip(at, vectors, strict=True):
+        for i, vector in enumerate(vectors):
             if vector is not None and self.normalize_embeddings:
                 vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
             embedding = None if vector is None else vector.tolist()
