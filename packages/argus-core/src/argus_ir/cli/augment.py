@@ -16,6 +16,7 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.pipeline import DEFAULT_BATCH_SIZE
 from argus_ir.remedy import DEFAULT_REMEDY
 from argus_ir.remedy import KINDS as REMEDIES
+from argus_ir.runners.records import VECTOR_KEY
 
 __all__ = ["add_arguments", "add_parser", "run"]
 
@@ -68,8 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--docs-per-batch",
         type=int,
         default=DEFAULT_BATCH_SIZE,
-        help="documents per streamed batch (the first is at most 16); output is checkpointed "
-        "after each",
+        help="documents per streamed batch (the first holds one, so output starts early); output "
+        "is checkpointed after each",
     )
     p.add_argument(
         "--no-resume",
@@ -81,6 +82,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--dry-run",
         action="store_true",
         help="diagnose and look up only: report flags, projected index growth and LLM calls",
+    )
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="give every record the retriever's fp32 vector of the string an index embeds for "
+        "it (an original's title, a newline and its text; a view's text), computed by argus "
+        "once: an original's comes from the diagnosis pass, which then runs in fp32 under "
+        "--precision auto, and the views are embedded by the same model, so the index needs no "
+        "embedding pass of its own. JSONL: a top-level key argus_vector, a list of numbers that "
+        "read back to the very float32 values (null where the retriever's tokenizer refused the "
+        "text; the stats file names it). It is named like the rest of what argus adds, not "
+        "'embedding', so it never replaces an embedding a corpus already carries from another "
+        "model; pass it as embedding= to a LlamaIndex node or a Haystack Document, or to "
+        "LangChain's add_embeddings. --engine ray: a column argus_vector of fixed-size float32 "
+        "lists. A checkpoint of a run without --vectors does not resume with them (nor the "
+        "reverse); with --dry-run, nothing is embedded and the flags are projected as a run "
+        "with vectors makes them",
     )
     p.add_argument(
         "--engine",
@@ -201,6 +219,7 @@ def _loaded_argus(args: argparse.Namespace) -> Any:
         remedy=args.remedy,
         batch_size=args.docs_per_batch,
         show_progress=not args.quiet,
+        embed=args.vectors,
     )
     argus.load()
     return argus
@@ -218,6 +237,8 @@ def _augment_locally(
     from argus_ir.runners.stream import augment_file
 
     argus = _loaded_argus(args)
+    if argus.embed and not args.dry_run:  # a bf16 pass's fp32 copy, before any document
+        _ = argus.embedder
     if state is not None:
         done = state["documents_done"]
         print(f"resuming an interrupted run after {done} documents ({ckpt})", file=sys.stderr)
@@ -279,6 +300,7 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
             else ""
         )
         + (f" -> {args.out}" if args.out and not args.dry_run else "")
+        + (f" (vectors under {VECTOR_KEY!r})" if args.vectors and not args.dry_run else "")
     )
     if stats.fallbacks:
         print(f"  {stats.fallbacks} documents fell back to descriptor views", file=sys.stderr)
@@ -326,7 +348,8 @@ def _augment_on_ray(args: argparse.Namespace, corpus: Path) -> int:
         )
     print(
         f"{summary.documents} documents; added {summary.views} {args.remedy} views on "
-        f"{args.workers} Ray workers -> {args.out}/ (Parquet)"
+        f"{args.workers} Ray workers -> {args.out}/ (Parquet"
+        + (f", vectors in column {VECTOR_KEY!r})" if args.vectors else ")")
     )
     for doc_id, error in summary.failures[:5]:
         print(f"  failed: document {doc_id!r}: {error}", file=sys.stderr)

@@ -31,6 +31,12 @@ whole row exactly as ``argus augment`` writes it to JSONL: a JSON object, with J
 UTF-8 cannot go, that ``json.loads`` reads back to the very strings read. Every other row has
 ``argus_record`` null: its columns hold it exactly. ``metadata`` uses the same escapes when it
 must, and :func:`summarize` names the documents whose rows need ``argus_record``.
+
+With ``Argus(embed=True)`` each row also holds its vector, the retriever's fp32 vector of the
+string an index embeds for it, in a last column :data:`~argus_ir.runners.records.VECTOR_KEY` of
+fixed-size float32 lists (:func:`output_schema`; the vectors ``argus augment --vectors`` writes to
+JSONL), null where the retriever's tokenizer refused the text, with the reason in that row's
+``argus_failure``.
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ from argus_ir.runners.ray_input import (
     corpus_source,
     read_documents,
 )
-from argus_ir.runners.stream import json_line, view_record
+from argus_ir.runners.records import VECTOR_KEY, json_line, view_record
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,6 +99,8 @@ __all__ = [
 ]
 
 OUTPUT_COLUMNS = ("_id", "title", "text", "metadata", "argus_failure", "argus_record")
+"""The columns of every output; with vectors, :data:`~argus_ir.runners.records.VECTOR_KEY`
+follows."""
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +129,7 @@ class ArgusBatchAugmenter:
             argus.device = actor_device(argus.device)
             argus.ner_processes = 1  # the rare text the NER actors did not read: no worker pool
         self.argus = argus.load()
+        self.dim = self.argus.embedder.dim if argus.embed else None
         self.given: GivenMentions | None = None
         if gpu:
             diagnoser = self.argus.diagnoser
@@ -143,10 +152,14 @@ class ArgusBatchAugmenter:
         for part in entries:
             for doc, _, views in part:
                 pairs.extend((doc, view) for view in views)
-        failed = dict(stats.failures)
+        failed: dict[str, str] = {}
+        for key, error in stats.failures:  # with vectors, a text's may follow its diagnosis's
+            failed[key] = f"{failed[key]}; {error}" if key in failed and self.dim else error
         columns: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
+        vectors: list[Any] = []
         for doc, view in pairs:
-            row = view_record(doc, view)
+            row = view_record(doc, view, vectors=self.dim is not None)
+            vectors.append(view.vector)
             itself = view.id == doc.id
             strings = {
                 "_id": view.id,
@@ -158,12 +171,14 @@ class ArgusBatchAugmenter:
             exact = all(_utf8(value) for value in strings.values())
             columns["argus_record"].append(None if exact else json_line(row)[:-1])
             columns["metadata"].append(json_line(row["metadata"])[:-1])
-            original = row["metadata"].get(VIEW_KEY) == "original"
-            failure = failed.get(view.id) if original else None
+            # an original's failures; a view's (or a passed-through record's) only its vector's
+            failure = failed.get(view.id)
             if failure is not None and not _utf8(failure):  # a message, not the document's text
                 failure = failure.encode("utf-8", "backslashreplace").decode("utf-8")
             columns["argus_failure"].append(failure)
-        return pa.table(columns, schema=output_schema())
+        if self.dim is not None:
+            columns[VECTOR_KEY] = vectors
+        return pa.table(columns, schema=output_schema(self.dim))
 
 
 def _utf8(text: str) -> bool:
@@ -175,11 +190,16 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def output_schema() -> pa.Schema:
-    """The Arrow schema of :func:`augment_dataset`'s rows (all strings; failure nullable)."""
+def output_schema(dim: int | None = None) -> pa.Schema:
+    """The Arrow schema of :func:`augment_dataset`'s rows: :data:`OUTPUT_COLUMNS`, all strings;
+    with the vectors' ``dim`` (``Argus(embed=True)``: ``argus.embedder.dim``), then
+    :data:`~argus_ir.runners.records.VECTOR_KEY`, a fixed-size list of ``dim`` float32."""
     import pyarrow as pa
 
-    return pa.schema([(name, pa.string()) for name in OUTPUT_COLUMNS])
+    fields = [pa.field(name, pa.string()) for name in OUTPUT_COLUMNS]
+    if dim is not None:
+        fields.append(pa.field(VECTOR_KEY, pa.list_(pa.float32(), dim)))
+    return pa.schema(fields)
 
 
 def augment_dataset(
@@ -450,7 +470,7 @@ def summarize(folder: str | os.PathLike[str]) -> RaySummary:
                 summary.documents += 1
             else:
                 summary.views += 1
-            if failure:  # only an original has one, and its source is itself
+            if failure:  # an original's, or a vector's on its own row: by the source document
                 summary.failures.append((lineage[SOURCE_KEY], failure))
             if record is not None:
                 escaped.setdefault(lineage[SOURCE_KEY], None)

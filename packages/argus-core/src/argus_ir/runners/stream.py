@@ -14,6 +14,10 @@ process died is dropped), skips those documents and goes on. When the corpus end
 is written, ``OUT.partial`` becomes ``OUT`` and the rest is removed; a resumed run's output equals
 an uninterrupted run's, byte for byte.
 
+With ``Argus(embed=True)`` every record also carries its vector (:data:`VECTOR_KEY`,
+:mod:`argus_ir.runners.records`); the settings card says so, so a checkpoint of a run without
+vectors never resumes with them, nor the reverse.
+
 >>> from argus_ir import Argus
 >>> from argus_ir.runners.stream import augment_file
 >>> summary = augment_file(Argus(), "corpus.jsonl", "augmented.jsonl")  # doctest: +SKIP
@@ -34,10 +38,10 @@ from argus_ir.diagnose import Diagnosis
 from argus_ir.documents import Document, iter_documents
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import atomic_path, json_text, naming_file
-from argus_ir.lineage import ARGUS_KEYS, VIEW_KEY
+from argus_ir.lineage import VIEW_KEY
 from argus_ir.outputs import claim_output
 from argus_ir.pipeline import Argus
-from argus_ir.remedy import RemedyStats, View
+from argus_ir.remedy import RemedyStats
 from argus_ir.remedy.texts import VIEW_ID, VIEW_UUID
 from argus_ir.runners.checkpoint import (
     CHECKPOINT_VERSION,
@@ -55,9 +59,11 @@ from argus_ir.runners.checkpoint import (
     save_checkpoint,
     stats_file_for,
 )
+from argus_ir.runners.records import VECTOR_KEY, json_line, view_record
 
 __all__ = [
     "CHECKPOINT_VERSION",
+    "VECTOR_KEY",
     "StreamSummary",
     "augment_file",
     "check_paths",
@@ -65,6 +71,7 @@ __all__ = [
     "corpus_file",
     "count_records",
     "iter_corpus",
+    "json_line",
     "lock_path",
     "scan_corpus",
     "stats_file_for",
@@ -116,35 +123,6 @@ def count_records(path: str | os.PathLike[str]) -> int | None:
     return None
 
 
-def json_line(record: Mapping[str, Any]) -> str:
-    """One JSONL line, UTF-8 as is; a text holding a lone surrogate (which UTF-8 cannot encode)
-    is written with JSON escapes instead, so the line reads back to the same string."""
-    return json_text(record) + "\n"
-
-
-def view_record(doc: Document, view: View) -> dict[str, Any]:
-    """One output line.
-
-    The document itself (an original, or a view of an earlier run passed through) is its record as
-    read, every key kept, with its lineage merged into the record's ``metadata``; a new view is
-    ``_id``, an empty title, its text, and the original's metadata (less any lineage) plus its own.
-    """
-    own = doc.metadata
-    if view.id == doc.id:
-        if not doc.record:  # built in memory, not read from a file
-            return {"_id": doc.id, "title": doc.title, "text": doc.text, "metadata": view.metadata}
-        record = dict(doc.record)
-        record["metadata"] = {**own, **view.metadata}
-        return record
-    inherited = {k: v for k, v in own.items() if k not in ARGUS_KEYS}
-    return {
-        "_id": view.id,
-        "title": "",
-        "text": view.text,
-        "metadata": {**inherited, **view.metadata},
-    }
-
-
 def _doc_row(diagnosis: Diagnosis, views: int) -> dict[str, Any]:
     return {
         "id": diagnosis.doc_id,
@@ -177,7 +155,8 @@ def augment_file(
         argus: The configured :class:`~argus_ir.Argus` (its ``batch_size`` is the checkpoint step).
         corpus: JSONL (``.gz``), Parquet or CSV, or a BEIR dataset folder.
         out: The augmented JSONL: every original unchanged, then its views with their lineage
-            under ``metadata``. Not needed for a dry run.
+            under ``metadata``; with ``argus.embed``, each record's vector under
+            :data:`VECTOR_KEY`. Not needed for a dry run (which embeds nothing).
         stats_path: The stats JSON (settings, totals, one row per document). Default: ``OUT`` with
             ``.stats.json`` appended; for a dry run without ``out``, none.
         settings: What to record as the stats file's ``settings`` (default: the settings card).
@@ -429,7 +408,7 @@ def _write_batches(
                 kept = [v for v in views if v.id == doc.id or v.id not in taken]
                 stats.failures += [(doc.id, _TAKEN.format(v.id)) for v in views if v not in kept]
                 for view in kept:
-                    _write(fh, json_line(view_record(doc, view)))
+                    _write(fh, json_line(view_record(doc, view, vectors=argus.embed)))
                 _write(rows_fh, json.dumps(_doc_row(diagnosis, len(kept) - 1)) + "\n")
                 digest = _chain(digest, doc)
             done += len(batch)
