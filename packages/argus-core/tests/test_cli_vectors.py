@@ -251,11 +251,6 @@ def test_a_dry_run_with_vectors_embeds_nothing_and_projects_the_vectors_run(
     assert next(flags) == next(flags)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a record of an earlier run passes through as View(id, text) "
-    "(pipeline.process_batches), so an original with a title is embedded without it",
-)
 def test_augmenting_a_vectors_output_again_changes_nothing(with_vectors, tmp_path):
     again = tmp_path / "again.jsonl"
     assert main(["-q", "augment", str(with_vectors), "--out", str(again), *OPTS, "--vectors"]) == 0

@@ -133,17 +133,18 @@ def with_vectors(
     embedder: IndexEmbedder, done: Entries, failures: list[tuple[str, str]]
 ) -> Entries:
     """A streamed batch's entries (each document, its diagnosis, its original first and then its
-    views), every entry with the vector of its text: the pass's for an original it read, the
-    embedder's for the rest, in one batch."""
+    views), every entry with the vector of what an index embeds of it: a view's text, a
+    document's title and text (:attr:`Document.index_text <argus_ir.documents.Document.index_text>`,
+    also for a record of an earlier run passed through). The pass's vector for a document it
+    read; the embedder's for the rest, in one batch."""
     known: dict[str, np.ndarray] = {}
-    for _, diagnosis, views in done:
-        vector = embedder.known(views[0].text, diagnosis)
+    for doc, diagnosis, _ in done:
+        vector = embedder.known(doc.index_text, diagnosis)
         if vector is not None:
-            known[views[0].text] = vector
+            known[doc.index_text] = vector
     flat = [view for _, _, views in done for view in views]
-    vectors = iter(
-        embedder.embed([v.text for v in flat], known, failures=failures, ids=[v.id for v in flat])
-    )
+    texts = [t for doc, _, views in done for t in (doc.index_text, *(v.text for v in views[1:]))]
+    vectors = iter(embedder.embed(texts, known, failures=failures, ids=[v.id for v in flat]))
     return [
         (doc, diagnosis, [replace(v, vector=next(vectors)) for v in views])
         for doc, diagnosis, views in done

@@ -38,8 +38,9 @@ class View:
         metadata: Lineage (``argus_source_id``, ``argus_view``, and for views ``argus_entity``,
             ``argus_kb_id``, ``argus_rps``; synthesis adds ``argus_prompt`` and ``argus_llm``, a
             fallback ``argus_fallback``).
-        vector: The retriever's fp32 vector of ``text``, where the stream was asked for vectors
-            (``Argus(embed=True)``); ``None`` otherwise, or where the text could not be embedded.
+        vector: The retriever's fp32 vector of what an index embeds of the entry (a view's
+            ``text``; a document's title and text), where the stream was asked for vectors
+            (``Argus(embed=True)``); ``None`` otherwise, or where it could not be embedded.
     """
 
     id: str
