@@ -11,7 +11,6 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from argus_ir.encoder.models import resolve_model
 from haystack_integrations.components.augmenters.argus import ArgusAugmenter
 from haystack_integrations.components.embedders.sentence_transformers import (
-    SentenceTransformersDocumentEmbedder,
     SentenceTransformersTextEmbedder,
 )
 from haystack_integrations.components.rankers.argus import ArgusCollapser
@@ -33,16 +32,13 @@ MODEL = str(resolve_model("minilm"))  # all-MiniLM-L6-v2 from its offline packag
 def main() -> None:
     store = InMemoryDocumentStore()
     indexing = Pipeline()
-    indexing.add_component("argus", ArgusAugmenter(retriever="minilm", remedy="expansion"))
+    # embed=True: every document comes out with its embedding (the originals' from argus's
+    # diagnosis pass), as SentenceTransformersDocumentEmbedder would give it: no embedder here
     indexing.add_component(
-        "embedder",
-        SentenceTransformersDocumentEmbedder(
-            model=MODEL, local_files_only=True, progress_bar=False
-        ),
+        "argus", ArgusAugmenter(retriever="minilm", remedy="expansion", embed=True)
     )
     indexing.add_component("writer", DocumentWriter(document_store=store))
-    indexing.connect("argus.documents", "embedder.documents")
-    indexing.connect("embedder.documents", "writer.documents")
+    indexing.connect("argus.documents", "writer.documents")
 
     indexing = Pipeline.loads(indexing.dumps())  # the YAML round trip: it loads back and runs
     store = indexing.get_component("writer").document_store

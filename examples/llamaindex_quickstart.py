@@ -3,14 +3,10 @@
 Run: python examples/llamaindex_quickstart.py   (offline)
 """
 
-from typing import Any
-
 from llama_index.core import VectorStoreIndex
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import Document
-from pydantic import PrivateAttr
-from sentence_transformers import SentenceTransformer
+from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
 from argus_ir.encoder.models import resolve_model
 from argus_llamaindex import ArgusPostprocessor, ArgusTransform
@@ -28,27 +24,9 @@ DOCS = [
 QUERY = "the actor who starred in Casablanca and The Maltese Falcon"
 
 
-class MiniLM(BaseEmbedding):
-    """all-MiniLM-L6-v2 from its offline package (HuggingFaceEmbedding does the same online)."""
-
-    _model: Any = PrivateAttr()
-
-    def __init__(self) -> None:
-        super().__init__(model_name="all-MiniLM-L6-v2")
-        self._model = SentenceTransformer(str(resolve_model("minilm")), device="cpu")
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._model.encode(query, normalize_embeddings=True).tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._get_query_embedding(text)
-
-
 def main() -> None:
-    embed_model = MiniLM()
+    # all-MiniLM-L6-v2 from its offline package (online: "sentence-transformers/all-MiniLM-L6-v2")
+    embed_model = HuggingFaceEmbedding(model_name=str(resolve_model("minilm")), device="cpu")
     docs = [Document(id_=doc_id, text=text) for doc_id, text in DOCS]
 
     plain = VectorStoreIndex.from_documents(docs, embed_model=embed_model)
@@ -57,7 +35,9 @@ def main() -> None:
         [n.node.ref_doc_id for n in plain.as_retriever(similarity_top_k=1).retrieve(QUERY)],
     )
 
-    pipeline = IngestionPipeline(transformations=[ArgusTransform(remedy="expansion"), embed_model])
+    # embed=True: every node comes out with its embedding (the originals' from argus's diagnosis
+    # pass), so the pipeline needs no embed model and the index embeds only the queries
+    pipeline = IngestionPipeline(transformations=[ArgusTransform(remedy="expansion", embed=True)])
     nodes = pipeline.run(documents=docs)
     print("nodes:", len(docs), "documents ->", len(nodes), "nodes (originals + views)")
     index = VectorStoreIndex(nodes, embed_model=embed_model)
