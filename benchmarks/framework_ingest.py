@@ -104,8 +104,9 @@ def run_langchain(condition: str, rows: list[dict]) -> int:
         transformer = ArgusDocumentTransformer()
         store = InMemoryVectorStore(base)
         docs = list(transformer.transform_documents(docs))
-    else:
-        transformer = ArgusDocumentTransformer(embed=True)
+    else:  # once; once-bf16: a bf16 diagnosis pass, every record embedded again in fp32
+        precision = "bf16" if condition == "once-bf16" else "auto"
+        transformer = ArgusDocumentTransformer(embed=True, precision=precision)
         store = InMemoryVectorStore(transformer.embeddings(base))
         docs = list(transformer.transform_documents(docs))
     store.add_documents(docs)
@@ -284,6 +285,12 @@ def main() -> None:
         "--stream", type=int, default=0, help="documents in the RSS stream (0: none)"
     )
     parser.add_argument("--tag", default="", help="a suffix for the result file's name")
+    parser.add_argument(
+        "--bf16-pass",
+        action="store_true",
+        help="LangChain also with precision='bf16' and embed=True (a bf16 diagnosis pass, every "
+        "record embedded again in fp32), against the fp32 pass that serves both",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--framework", help=argparse.SUPPRESS)
     parser.add_argument("--condition", help=argparse.SUPPRESS)
@@ -332,6 +339,13 @@ def main() -> None:
                 "peak_rss_mib": {c: round(done[c][0]["peak_rss_mib"]) for c in CONDITIONS},
             }
             print(framework, result["summary"][framework], flush=True)
+            save()
+    if args.bf16_pass:
+        done = runs.setdefault("langchain", {})
+        while len(done.get("once-bf16", [])) < args.repeats:
+            row = _one("langchain", "once-bf16", args, args.limit, "scifact")
+            done.setdefault("once-bf16", []).append(row)
+            print("langchain once-bf16", f"{row['seconds']:.1f} s", row["records"], flush=True)
             save()
     if args.stream:
         stream = result.setdefault("stream", {})
