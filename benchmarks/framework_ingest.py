@@ -175,8 +175,9 @@ def run_haystack(condition: str, rows: list[dict]) -> int:
     return len(written)
 
 
-def run_stream(embed: bool, rows: list[dict], marks: list[dict]) -> int:
-    """LangChain, chunk by chunk into FAISS: RSS after each chunk."""
+def run_stream(embed: bool, rows: list[dict], marks: list[dict], log: Path | None = None) -> int:
+    """LangChain, chunk by chunk into FAISS: RSS after each chunk (appended to ``log`` as it
+    goes, so a long stream shows its marks before it ends)."""
     from langchain_community.vectorstores import FAISS
     from langchain_core.documents import Document
     from langchain_huggingface import HuggingFaceEmbeddings
@@ -204,6 +205,9 @@ def run_stream(embed: bool, rows: list[dict], marks: list[dict]) -> int:
                 "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             }
         )
+        if log is not None:
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(marks[-1]) + "\n")
     return written
 
 
@@ -213,7 +217,7 @@ def child(args: argparse.Namespace) -> None:
     rows = read_corpus(args.shared_data, args.limit, tuple(args.corpora.split(",")))
     marks: list[dict] = []
     if args.framework == "stream":
-        records = run_stream(args.condition == "once", rows, marks)
+        records = run_stream(args.condition == "once", rows, marks, args.marks)
     else:
         records = globals()[f"run_{args.framework}"](args.condition, rows)
     print(
@@ -233,7 +237,12 @@ def child(args: argparse.Namespace) -> None:
 
 
 def _one(
-    framework: str, condition: str, args: argparse.Namespace, limit: int, corpora: str
+    framework: str,
+    condition: str,
+    args: argparse.Namespace,
+    limit: int,
+    corpora: str,
+    marks: Path | None = None,
 ) -> dict:
     cmd = [
         sys.executable,
@@ -249,6 +258,7 @@ def _one(
         corpora,
         "--shared-data",
         str(args.shared_data),
+        *(["--marks", str(marks)] if marks is not None else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -295,6 +305,7 @@ def main() -> None:
     parser.add_argument("--framework", help=argparse.SUPPRESS)
     parser.add_argument("--condition", help=argparse.SUPPRESS)
     parser.add_argument("--corpora", default="scifact", help=argparse.SUPPRESS)
+    parser.add_argument("--marks", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -302,9 +313,9 @@ def main() -> None:
     tag = f"-{args.tag}" if args.tag else ""
     out = HERE / "results" / f"framework-ingest-{args.limit}{tag}.json"
     result: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    result.setdefault("commands", []).append(" ".join(sys.argv))
     result.update(
         {
-            "command": " ".join(sys.argv),
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
             "versions": _versions(),
         }
@@ -351,8 +362,10 @@ def main() -> None:
         stream = result.setdefault("stream", {})
         for condition in ("twice", "once"):  # embed off (today), embed on
             if condition not in stream:
+                marks = out.with_name(f"{out.stem}-stream-{condition}.jsonl")
+                marks.unlink(missing_ok=True)
                 stream[condition] = _one(
-                    "stream", condition, args, args.stream, "scifact,msmarco5k"
+                    "stream", condition, args, args.stream, "scifact,msmarco5k", marks
                 )
                 save()
             marks = stream[condition]["marks"]
