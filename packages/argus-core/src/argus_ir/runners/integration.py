@@ -221,7 +221,7 @@ class _Selection:
         records: Sequence[Record],
         done: Iterable[list[View]],
         stats: RemedyStats,
-        known: dict[str, np.ndarray],
+        known: dict[str, np.ndarray] | None = None,
     ) -> AugmentResult:
         metadata = [
             dict(r.metadata) if pos in self.trusted else original_metadata(r.metadata, doc_id)
@@ -235,7 +235,7 @@ class _Selection:
             self.rewritten,
             self.trusted,
             metadata,
-            known,
+            known or {},
         )
 
 
