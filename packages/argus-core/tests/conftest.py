@@ -58,3 +58,31 @@ def load_benchmark() -> Iterator[Callable[[str], ModuleType]]:
     yield load
     for name in loaded:
         sys.modules.pop(name, None)
+
+
+@pytest.fixture(scope="session")
+def kill_at_checkpoint() -> Callable[..., int]:
+    """``kill(proc, ckpt, done)``: SIGKILL a running ``argus augment`` once its checkpoint says at
+    least ``done`` documents are written (no cleanup of any kind); returns the checkpoint's count.
+    Fails when the run ends before it can be killed."""
+    import json
+    import signal
+    import subprocess
+    import time
+
+    def kill(proc: subprocess.Popen, ckpt: Path, done: int, poll: float = 0.02) -> int:
+        try:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and proc.poll() is None:
+                if ckpt.is_file() and json.loads(ckpt.read_text("utf-8"))["documents_done"] >= done:
+                    break
+                time.sleep(poll)
+            assert proc.poll() is None, "the run ended before it could be killed"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        return int(json.loads(ckpt.read_text("utf-8"))["documents_done"])
+
+    return kill

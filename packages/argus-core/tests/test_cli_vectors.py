@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -173,7 +171,9 @@ def test_without_vectors_the_output_only_lacks_the_key(corpus, with_vectors, tmp
     assert stats[0]["documents"] == stats[1]["documents"]
 
 
-def test_a_killed_vectors_run_resumes_to_the_uninterrupted_output_and_reruns_repeat(tmp_path):
+def test_a_killed_vectors_run_resumes_to_the_uninterrupted_output_and_reruns_repeat(
+    tmp_path, kill_at_checkpoint
+):
     corpus = _write(tmp_path / "c.jsonl", _rows(48))  # 52 records: seven batches, killed after two
     base = [sys.executable, "-m", "argus_ir.cli", "-q", "augment", str(corpus)]
     opts = [*OPTS, "--vectors"]
@@ -183,19 +183,7 @@ def test_a_killed_vectors_run_resumes_to_the_uninterrupted_output_and_reruns_rep
     out = tmp_path / "out.jsonl"
     ckpt = checkpoint_path(out)
     proc = subprocess.Popen([*base, "--out", str(out), *opts], env=_env())
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and proc.poll() is None:
-            if ckpt.is_file() and json.loads(ckpt.read_text("utf-8"))["documents_done"] >= 9:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the run ended before it could be killed"
-        proc.send_signal(signal.SIGKILL)  # no cleanup of any kind
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    done = json.loads(ckpt.read_text("utf-8"))["documents_done"]
+    done = kill_at_checkpoint(proc, ckpt, 9)
     assert 9 <= done < 52 and not out.exists()
 
     resumed = subprocess.run(

@@ -136,7 +136,9 @@ def test_resume_refuses_other_settings_or_another_corpus(argus, shared_data, tmp
     assert summary.resumed_from == 0 and summary.documents == 41
 
 
-def test_a_killed_cli_run_resumes_to_the_uninterrupted_output(shared_data, tmp_path):
+def test_a_killed_cli_run_resumes_to_the_uninterrupted_output(
+    shared_data, tmp_path, kill_at_checkpoint
+):
     corpus = _corpus(shared_data, tmp_path / "c.jsonl", 192)  # twelve batches; killed after four
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     base = [sys.executable, "-m", "argus_ir.cli", "-q", "augment", str(corpus)]
@@ -147,19 +149,7 @@ def test_a_killed_cli_run_resumes_to_the_uninterrupted_output(shared_data, tmp_p
     out = tmp_path / "out.jsonl"
     ckpt = checkpoint_path(out)
     proc = subprocess.Popen([*base, "--out", str(out), *opts], env=env)
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and proc.poll() is None:
-            if ckpt.is_file() and json.loads(ckpt.read_text("utf-8"))["documents_done"] >= 64:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the run ended before it could be killed"
-        proc.send_signal(signal.SIGKILL)  # no cleanup of any kind
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    done = json.loads(ckpt.read_text("utf-8"))["documents_done"]
+    done = kill_at_checkpoint(proc, ckpt, 64, poll=0.05)
     assert 64 <= done < 192 and not out.exists()
 
     resumed = subprocess.run(

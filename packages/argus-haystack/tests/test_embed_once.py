@@ -18,7 +18,7 @@ from haystack.utils import ComponentDevice
 
 from argus_ir.diagnose import readable_text
 from argus_ir.runners.integration import AugmentResult
-from argus_ir.testing import lead_documents, minilm_path
+from argus_ir.testing import LEAD_QUERIES, lead_documents, minilm_path
 from argus_ir.vectors import IndexEmbedder
 from haystack_integrations.components.augmenters.argus import ArgusAugmenter
 from haystack_integrations.components.embedders.sentence_transformers import (
@@ -27,13 +27,7 @@ from haystack_integrations.components.embedders.sentence_transformers import (
 )
 
 MODEL = str(minilm_path())
-QUERIES = (
-    "the actor who starred in Casablanca and The Maltese Falcon",
-    "a family of box-shaped musical instruments",
-    "an ancient civilisation on the Nile",
-    "a science fiction film about a voyage to Jupiter",
-    "the chemist who studied radioactivity",
-)
+QUERIES = LEAD_QUERIES
 # the document embedder's text settings, the same on both paths (MiniLM normalises anyway)
 TEXT = {
     "meta_fields_to_embed": ["title", "year"],

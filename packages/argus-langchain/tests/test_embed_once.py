@@ -12,19 +12,13 @@ from langchain_core.indexing import InMemoryRecordManager, aindex, index
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from argus_ir.errors import ArgusInputError
-from argus_ir.testing import lead_documents, minilm_path
+from argus_ir.testing import LEAD_QUERIES, lead_documents, minilm_path
 from langchain_argus import ArgusDocumentTransformer, ArgusEmbeddings
 from langchain_argus.embeddings import PendingVectors
 
 hf = pytest.importorskip("langchain_huggingface")
 
-QUERIES = (
-    "the actor who starred in Casablanca and The Maltese Falcon",
-    "a family of box-shaped musical instruments",
-    "an ancient civilisation on the Nile",
-    "a science fiction film about a voyage to Jupiter",
-    "the chemist who studied radioactivity",
-)
+QUERIES = LEAD_QUERIES
 
 
 class Counting(hf.HuggingFaceEmbeddings):  # type: ignore[misc, name-defined]

@@ -14,18 +14,12 @@ from llama_index.core.schema import BaseNode, Document, ImageNode, MetadataMode,
 from llama_index.core.vector_stores import SimpleVectorStore
 from pydantic import ValidationError
 
-from argus_ir.testing import lead_documents, minilm_path
+from argus_ir.testing import LEAD_QUERIES, lead_documents, minilm_path
 from argus_llamaindex import ArgusTransform
 
 hf = pytest.importorskip("llama_index.embeddings.huggingface")
 
-QUERIES = (
-    "the actor who starred in Casablanca and The Maltese Falcon",
-    "a family of box-shaped musical instruments",
-    "an ancient civilisation on the Nile",
-    "a science fiction film about a voyage to Jupiter",
-    "the chemist who studied radioactivity",
-)
+QUERIES = LEAD_QUERIES
 MEDIA = ("image-1", "blob-1")  # nodes without text: no text vector
 
 

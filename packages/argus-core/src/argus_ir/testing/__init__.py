@@ -7,7 +7,8 @@
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
 - :data:`STORE_KB_ENTRIES`, :data:`STORE_KB_DOCUMENT`: a small product wiki each adapter puts in
   its framework's store to test the store as the KB.
-- :func:`lead_documents`: 160 documents with metadata (embed-once tests).
+- :func:`lead_documents`, :data:`LEAD_QUERIES`: 160 documents with metadata and queries over
+  them (embed-once tests).
 - :func:`cosine_reference`: what a collapse over a real store must return, computed with numpy.
 """
 
@@ -15,6 +16,7 @@ from argus_ir.testing.contract import AdapterContract, contract_kb
 from argus_ir.testing.llm import ScriptedLLM
 from argus_ir.testing.reference import cosine_reference
 from argus_ir.testing.scenario import (
+    LEAD_QUERIES,
     SCENARIO,
     STORE_KB_DOCUMENT,
     STORE_KB_ENTRIES,
@@ -24,6 +26,7 @@ from argus_ir.testing.scenario import (
 )
 
 __all__ = [
+    "LEAD_QUERIES",
     "SCENARIO",
     "STORE_KB_DOCUMENT",
     "STORE_KB_ENTRIES",

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCENARIO", "Scenario", "lead_documents", "minilm_path"]
+__all__ = ["LEAD_QUERIES", "SCENARIO", "Scenario", "lead_documents", "minilm_path"]
 
 _DISTRACTORS = (
     ("film-3", "Casablanca's old medina is crowded with tourists every summer."),
@@ -100,6 +100,16 @@ STORE_KB_ENTRIES: tuple[tuple[str, str, dict[str, str]], ...] = (
 STORE_KB_DOCUMENT = ("t1", "Anna Berg fixed the Quarkon firmware in Vienna.")
 """The document whose "Quarkon" the store answers (``wiki-7``); Vienna and Anna Berg it does not
 know by name."""
+
+
+LEAD_QUERIES = (
+    "the actor who starred in Casablanca and The Maltese Falcon",
+    "a family of box-shaped musical instruments",
+    "an ancient civilisation on the Nile",
+    "a science fiction film about a voyage to Jupiter",
+    "the chemist who studied radioactivity",
+)
+"""Queries over :func:`lead_documents` (the embed-once tests rank their top 10 both ways)."""
 
 
 def lead_documents(n: int = 160) -> list[tuple[str, str, dict[str, Any]]]:
