@@ -360,7 +360,7 @@ def main() -> None:
             save()
     if args.stream:
         stream = result.setdefault("stream", {})
-        for condition in ("twice", "once"):  # embed off (today), embed on
+        for condition in ("once", "twice"):  # embed on, embed off (today)
             if condition not in stream:
                 marks = out.with_name(f"{out.stem}-stream-{condition}.jsonl")
                 marks.unlink(missing_ok=True)
