@@ -26,7 +26,7 @@ from langchain_argus import ArgusDocumentTransformer, ArgusRetriever, collapse_d
 
 
 class TestContract(AdapterContract):
-    own_settings: ClassVar[frozenset[str]] = frozenset({"kb_fingerprint"})
+    own_settings: ClassVar[frozenset[str]] = frozenset({"kb_fingerprint", "max_pending"})
 
     def settings_defaults(self) -> dict[str, Any]:
         return {n: f.default for n, f in ArgusDocumentTransformer.model_fields.items()}
