@@ -864,12 +864,15 @@ print(len(docs))
 
 def test_pgvector_two_processes_write_at_once(tmp_path, embeddings, augmented, queries):
     """Two processes add the augmented corpus into one PGVector collection at the same time,
-    each half of it, row by row (the collection created by whichever comes first): every entry is
-    stored once and every query ranks as the cosine reference."""
+    each half of it, row by row: every entry is stored once and every query ranks as the cosine
+    reference. The store is made once before the writers start, as the docs say: langchain-postgres
+    creates its tables and collection check-then-insert, so two first-time constructors race (one
+    failed on a UNIQUE violation of the collection table in CI)."""
     import subprocess
     import sys
 
     url = _pg_url(tmp_path)
+    _pg_open(tmp_path, embeddings)._engine.dispose()  # tables and the collection, made once
     data = {
         "texts": [d.page_content for d in augmented],
         "vectors": embeddings.embed_documents([d.page_content for d in augmented]),
