@@ -36,11 +36,19 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BINDIR_ENV", "PostgresServer", "find_postgres_bindir", "postgres_server"]
+__all__ = [
+    "BINDIR_ENV",
+    "PostgresServer",
+    "PrivatePostgres",
+    "find_postgres_bindir",
+    "postgres_server",
+    "private_postgres_server",
+]
 
 BINDIR_ENV = "ARGUS_PG_BINDIR"
 """Environment variable naming a PostgreSQL ``bin`` folder to use before any other."""
@@ -130,6 +138,7 @@ class _Running:
     process: subprocess.Popen[bytes]
     tmpdir: Path
     pid: int  # the process that started it; a forked child starts its own
+    run: dict[str, Any] = dataclasses.field(default_factory=dict)  # Popen arguments it runs with
 
 
 _lock = threading.Lock()
@@ -154,6 +163,74 @@ def postgres_server() -> PostgresServer:
         _running = _start(bindir)
         atexit.register(_stop, _running)
         return _running.server
+
+
+class PrivatePostgres:
+    """A server of one test's own, which the test may stop and start again (an outage).
+
+    Made by :func:`private_postgres_server`; the shared server of :func:`postgres_server` is
+    never stopped by a test, as every other test of the process uses it.
+
+    Attributes:
+        server: Where to reach it; the same address after a restart.
+    """
+
+    def __init__(self, running: _Running) -> None:
+        self._running = running
+        self.server = running.server
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is up."""
+        return self._running.process.poll() is None
+
+    def stop(self, kill: bool = False) -> None:
+        """Stop the server: a fast shutdown (clients are disconnected), or ``kill=True`` for
+        SIGKILL (a crash; the next start recovers from its log)."""
+        process = self._running.process
+        if kill and process.poll() is None:
+            process.kill()
+            process.wait()
+        _terminate(process)
+
+    def start(self) -> None:
+        """Start the stopped server again on the same port and data.
+
+        Raises:
+            RuntimeError: If it does not come up (the message holds the end of its log).
+        """
+        if self.running:
+            return
+        running, server = self._running, self.server
+        data = running.tmpdir / "data"
+        with contextlib.suppress(OSError):
+            (data / "postmaster.pid").unlink()  # a killed server's says "ready": not this one
+        process = _launch(
+            server.bindir, data, server.port, running.tmpdir / "server.log", running.run
+        )
+        if process is None:
+            raise RuntimeError(
+                f"PostgreSQL did not restart; its log ends:\n{_tail(running.tmpdir)}"
+            )
+        running.process = process
+
+
+@contextlib.contextmanager
+def private_postgres_server() -> Iterator[PrivatePostgres]:
+    """A server of this test's own (see :class:`PrivatePostgres`), removed when the block ends.
+
+    Yields:
+        The server, started, with the ``vector`` extension in its databases.
+
+    Raises:
+        RuntimeError: As :func:`postgres_server`.
+    """
+    running = _start(find_postgres_bindir())
+    try:
+        yield PrivatePostgres(running)
+    finally:
+        _terminate(running.process)
+        shutil.rmtree(running.tmpdir, ignore_errors=True)
 
 
 def find_postgres_bindir() -> Path:
@@ -246,7 +323,7 @@ def _start(bindir: Path) -> _Running:
             process = _launch(bindir, data, port, tmpdir / "server.log", run)
             if process is not None:
                 server = PostgresServer("127.0.0.1", port, user, dbname, "", bindir, version)
-                return _Running(server, process, tmpdir, os.getpid())
+                return _Running(server, process, tmpdir, os.getpid(), run)
         raise RuntimeError(f"PostgreSQL did not start ({bindir}); its log ends:\n{_tail(tmpdir)}")
     except BaseException:
         shutil.rmtree(tmpdir, ignore_errors=True)
