@@ -35,12 +35,18 @@ class ArgusPostprocessor(BaseNodePostprocessor):
     ``view_discount``, and comes out as the *original* node: from the hits when the original was
     retrieved itself, else read by id from ``vector_store`` (a store that holds the text, such as
     Chroma or Qdrant, where the index keeps no docstore), then from ``docstore``; ``index=``
-    gives both. A source whose original is found nowhere (deleted, or a read that failed) is
-    dropped, never served by one of its views; the next source takes its place, and the drop is
-    logged at WARNING (a failed read too, with the exception's type).
+    gives both. A source whose original every store read found missing (deleted) is dropped,
+    never served by one of its views; the next source takes its place, and the drop is logged at
+    WARNING. A read that fails (the store down, a refused query) is not taken for a missing
+    original: when no other store has the original, the call raises.
 
     Scores: the view discount is a margin of cosine similarity, so every score is read as a
     cosine-equivalent relevance first (``scores``). Results carry their folded score on that scale.
+
+    Raises:
+        RuntimeError: From ``postprocess_nodes``: an original outside the hits could not be read
+            (the message names the store and its table or collection; the store's exception is
+            its cause).
 
     Example:
         >>> retriever = index.as_retriever(similarity_top_k=20)  # doctest: +SKIP
@@ -114,8 +120,11 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         vector_store, docstore = self._stores()
 
         def read(ids: list[str]) -> dict[str, BaseNode]:
-            found = _from_vector_store(vector_store, ids)
-            return {**found, **_from_docstore(docstore, [i for i in ids if i not in found])}
+            reads = _Reads()
+            found = _from_vector_store(vector_store, ids, reads)
+            found.update(_from_docstore(docstore, [i for i in ids if i not in found], reads))
+            reads.check(found)
+            return found
 
         resolved, fetched = read_originals(
             self._resolve(nodes, vector_store), read, lambda n: n.metadata
@@ -130,8 +139,11 @@ class ArgusPostprocessor(BaseNodePostprocessor):
         vector_store, docstore = self._stores()
 
         async def read(ids: list[str]) -> dict[str, BaseNode]:
-            found = await _from_vector_store_async(vector_store, ids)
-            return {**found, **_from_docstore(docstore, [i for i in ids if i not in found])}
+            reads = _Reads()
+            found = await _from_vector_store_async(vector_store, ids, reads)
+            found.update(_from_docstore(docstore, [i for i in ids if i not in found], reads))
+            reads.check(found)
+            return found
 
         resolved, fetched = await aread_originals(
             self._resolve(nodes, vector_store), read, lambda n: n.metadata
@@ -169,8 +181,8 @@ def _results(
     warn_refused(logger, resolved.refused)
     if resolved.dropped:
         logger.warning(
-            "dropped %d source(s) retrieved only through views whose original could not be "
-            "read (deleted, or not in %s): %s",
+            "dropped %d source(s) retrieved only through views whose original is not in %s "
+            "(deleted): %s",
             len(resolved.dropped),
             _where(vector_store, docstore),
             ", ".join(map(repr, resolved.dropped)),
@@ -183,26 +195,62 @@ def _where(vector_store: Any, docstore: Any) -> str:
     return " or ".join(named) if named else "any store: give vector_store=, docstore= or index="
 
 
-def _from_vector_store(store: Any, ids: list[str]) -> dict[str, BaseNode]:
-    """Originals read by id from a store that holds text; a failed batch is retried id by id."""
+class _Reads:
+    """The originals read for one query, and the reads that failed (by store, with the ids the
+    failed read was asked for): a failed read says nothing about whether an original exists."""
+
+    def __init__(self) -> None:
+        self.failed: list[tuple[Any, list[str], BaseException]] = []
+
+    def check(self, fetched: Mapping[str, BaseNode]) -> None:
+        """Raise when an id whose read failed was found in no store: its source must not be
+        dropped as though its original were deleted. Ids another store served are logged."""
+        for store, ids, exc in self.failed:
+            unread = [i for i in ids if i not in fetched]
+            if unread:
+                raise RuntimeError(
+                    f"ArgusPostprocessor could not read the originals of {len(unread)} "
+                    f"source(s) from {_name(store)}: {type(exc).__name__}: {exc} (ids: "
+                    f"{', '.join(map(repr, unread))}). A failed read is not taken for a deleted "
+                    "original: retry once the store answers."
+                ) from exc
+            logger.warning(
+                "%s could not read %d id(s) (%s: %s); another store had them",
+                _name(store),
+                len(ids),
+                type(exc).__name__,
+                exc,
+            )
+
+
+def _name(store: Any) -> str:
+    """The store's class, and its table or collection where it has one."""
+    for attr in ("table_name", "collection_name"):
+        value = getattr(store, attr, None)
+        if isinstance(value, str) and value:
+            return f"{type(store).__name__} ({attr.split('_')[0]} {value!r})"
+    collection = getattr(getattr(store, "_collection", None), "name", None)  # Chroma
+    if isinstance(collection, str):
+        return f"{type(store).__name__} (collection {collection!r})"
+    return type(store).__name__
+
+
+def _from_vector_store(store: Any, ids: list[str], reads: _Reads) -> dict[str, BaseNode]:
+    """Originals read by id from a store that holds text; a failed read is noted in ``reads``."""
     if not ids or store is None or not getattr(store, "stores_text", False):
         return {}
     try:
         return _by_id(store.get_nodes(node_ids=ids), ids)
     except NotImplementedError:  # the store cannot read by id: the docstore may
         return {}
-    except Exception as exc:  # the store's own failure: retry id by id
-        _log_failure(store, ids, exc)
-    fetched: dict[str, BaseNode] = {}
-    for one in ids:
-        try:
-            fetched.update(_by_id(store.get_nodes(node_ids=[one]), [one]))
-        except Exception as exc:  # the docstore may have it; else the source is dropped
-            _log_failure(store, [one], exc)
-    return fetched
+    except Exception as exc:  # the docstore may have them; else the query raises
+        reads.failed.append((store, ids, exc))
+        return {}
 
 
-async def _from_vector_store_async(store: Any, ids: list[str]) -> dict[str, BaseNode]:
+async def _from_vector_store_async(
+    store: Any, ids: list[str], reads: _Reads
+) -> dict[str, BaseNode]:
     """:func:`_from_vector_store` through the store's ``aget_nodes``."""
     if not ids or store is None or not getattr(store, "stores_text", False):
         return {}
@@ -211,28 +259,21 @@ async def _from_vector_store_async(store: Any, ids: list[str]) -> dict[str, Base
     except NotImplementedError:
         return {}
     except Exception as exc:
-        _log_failure(store, ids, exc)
-    fetched: dict[str, BaseNode] = {}
-    for one in ids:
-        try:
-            fetched.update(_by_id(await store.aget_nodes(node_ids=[one]), [one]))
-        except Exception as exc:
-            _log_failure(store, [one], exc)
-    return fetched
+        reads.failed.append((store, ids, exc))
+        return {}
 
 
-def _from_docstore(docstore: Any, ids: list[str]) -> dict[str, BaseNode]:
+def _from_docstore(docstore: Any, ids: list[str], reads: _Reads) -> dict[str, BaseNode]:
     found: dict[str, BaseNode] = {}
-    if docstore is None:
+    if docstore is None or not ids:
         return found
-    for node_id in ids:
-        try:
+    try:
+        for node_id in ids:
             node = docstore.get_node(node_id, raise_error=False)
-        except Exception as exc:  # the source is dropped
-            _log_failure(docstore, [node_id], exc)
-            continue
-        if node is not None:
-            found[node_id] = node
+            if node is not None:
+                found[node_id] = node
+    except Exception as exc:
+        reads.failed.append((docstore, [i for i in ids if i not in found], exc))
     return found
 
 
@@ -240,13 +281,3 @@ def _by_id(nodes: list[BaseNode], ids: list[str]) -> dict[str, BaseNode]:
     # only the asked ids: a store given no ids may return everything
     wanted = set(ids)
     return {n.node_id: n for n in nodes if n.node_id in wanted}
-
-
-def _log_failure(store: Any, ids: list[str], exc: BaseException) -> None:
-    if len(ids) == 1:
-        what = f"id {ids[0]!r} (the next store is asked; found nowhere, the source is dropped)"
-    else:
-        what = f"{len(ids)} ids (retrying one at a time)"
-    logger.warning(
-        "%s could not read %s: %s: %s", type(store).__name__, what, type(exc).__name__, exc
-    )
