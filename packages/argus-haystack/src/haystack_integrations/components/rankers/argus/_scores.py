@@ -3,19 +3,21 @@
 Collapse ranks higher-is-better. Stores differ: chroma-haystack puts Chroma's raw *distance* in
 ``Document.score`` for every metric (lower is better); pgvector-haystack gives a similarity for
 ``cosine_similarity`` and ``inner_product`` but the plain Euclidean *distance* for
-``l2_distance``; Qdrant and the in-memory store give similarities. The collapser turns each score
-into a relevance before folding, so the view discount is taken on one scale: cosine similarity
-for unit-length embeddings.
+``l2_distance``, by the *retriever's* function (which overrides the store's, at init or per run),
+and ``PgvectorKeywordRetriever`` gives ``ts_rank_cd`` (higher is better); Qdrant and the in-memory
+store give similarities. The collapser turns each score into a relevance before folding, so the
+view discount is taken on one scale: cosine similarity for unit-length embeddings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from argus_ir.collapse import COSINE_FROM_DISTANCE
 
-__all__ = ["SCORES", "relevance_of"]
+__all__ = ["SCORES", "PgvectorReading", "check_order", "pgvector_reading", "relevance_of"]
 
 SCORES = ("auto", "similarity", "distance")
 
@@ -44,9 +46,96 @@ _PGVECTOR: dict[str, Callable[[float], float]] = {
 }
 
 
+def _is_a(thing: Any, name: str) -> bool:
+    """``thing`` is of the class ``name``, or of a subclass of it (a cloud connector's, say)."""
+    return any(cls.__name__ == name for cls in type(thing).__mro__)
+
+
 def _is_pgvector(store: Any) -> bool:
-    """A ``PgvectorDocumentStore``, or a subclass of it (a cloud connector's, say)."""
-    return any(cls.__name__ == "PgvectorDocumentStore" for cls in type(store).__mro__)
+    return _is_a(store, "PgvectorDocumentStore")
+
+
+@dataclass(frozen=True)
+class PgvectorReading:
+    """How a pgvector retriever's scores are read, and the order it returns its hits in.
+
+    Attributes:
+        relevance: The score turned into a relevance (higher is better).
+        best_first_high: Whether the retriever returns its best hit with the highest score
+            (similarities, ``ts_rank_cd``) or the lowest (``l2_distance``).
+        what: Who scored, for messages (the retriever or store, and its function).
+    """
+
+    relevance: Callable[[float], float]
+    best_first_high: bool
+    what: str
+
+
+def pgvector_reading(
+    scores: str, store: Any, retriever: Any, vector_function: str | None = None
+) -> PgvectorReading | None:
+    """The reading of a pgvector retriever's scores (``None``: not pgvector, or ``scores`` says
+    ``"similarity"``, which is taken as said).
+
+    Args:
+        scores: The collapser's ``scores`` (``"auto"`` and ``"distance"`` read a pgvector
+            retriever's scores by its function alike).
+        store: The collapser's document store, or ``None``.
+        retriever: The component whose documents the collapser folds (in a pipeline), or ``None``.
+        vector_function: The function the retriever was run with, when it was given per run.
+
+    Raises:
+        ValueError: A ``vector_function`` this module cannot read.
+    """
+    if scores == "similarity":
+        return None
+    if vector_function is None and _is_a(retriever, "PgvectorKeywordRetriever"):
+        # ts_rank_cd, ordered best first (higher is better), whatever the store's function
+        return PgvectorReading(_same, True, f"{type(retriever).__name__} (ts_rank_cd)")
+    if _is_a(retriever, "PgvectorEmbeddingRetriever"):
+        owner = retriever.document_store
+        function = getattr(retriever, "vector_function", None) or owner.vector_function
+        what = f"{type(retriever).__name__} over {type(owner).__name__}"
+    elif store is not None and _is_pgvector(store):
+        function = getattr(store, "vector_function", "")
+        what = type(store).__name__
+    elif vector_function is not None:
+        function, what = vector_function, "the retriever"
+    else:
+        return None
+    if vector_function is not None:
+        what = f"{what}, run with vector_function={vector_function!r}"
+        function = vector_function
+    else:
+        what = f"{what} (vector_function={function!r})"
+    if function not in _PGVECTOR:
+        raise ValueError(
+            f"cannot tell what the scores of {what} mean (known: {sorted(_PGVECTOR)}); set "
+            "ArgusCollapser(scores='similarity') or scores='distance'"
+        )
+    return PgvectorReading(_PGVECTOR[str(function)], function != "l2_distance", what)
+
+
+def check_order(reading: PgvectorReading, scores: list[float]) -> None:
+    """Refuse hits ordered against the reading: a pgvector retriever returns its best hit first,
+    so similarities that rise (or distances that fall) from first to last were scored by another
+    function than the one read (a ``vector_function`` given to the retriever's ``run``).
+
+    Raises:
+        ValueError: The order contradicts the reading; says what to set.
+    """
+    if len(scores) < 2 or scores[0] == scores[-1]:
+        return
+    if (scores[0] > scores[-1]) == reading.best_first_high:
+        return
+    rise = "rise" if scores[-1] > scores[0] else "fall"
+    raise ValueError(
+        f"the hits' scores {rise} from {scores[0]:.6g} to {scores[-1]:.6g}, which {reading.what} "
+        "does not give (it returns its best hit first): were they scored by another "
+        "vector_function, given to the retriever's run? Give the collapser the same for that "
+        "run: pipeline.run({'retriever': {..., 'vector_function': f}, 'collapser': "
+        "{'vector_function': f}})"
+    )
 
 
 def _chroma_space(store: Any) -> str | None:
@@ -72,7 +161,9 @@ def _is_chroma(store: Any) -> bool:
     return str(kind).endswith("ChromaDocumentStore")
 
 
-def relevance_of(scores: str, store: Any) -> Callable[[float], float]:
+def relevance_of(
+    scores: str, store: Any, retriever: Any = None, vector_function: str | None = None
+) -> Callable[[float], float]:
     """How to turn a retriever's score into a relevance (higher is better).
 
     Args:
@@ -82,6 +173,9 @@ def relevance_of(scores: str, store: Any) -> Callable[[float], float]:
             ``l2_distance`` gives ``1 - d²/2``, the others are similarities; any other store, or
             none, gives similarities).
         store: The collapser's document store, or ``None``.
+        retriever: The component whose documents are folded, when known: a pgvector retriever's
+            own function (or ``ts_rank_cd``) wins over the store's.
+        vector_function: The function a pgvector retriever was run with, when given per run.
 
     Raises:
         ValueError: A Chroma store whose space is not ``cosine``, ``l2`` or ``ip`` under
@@ -90,15 +184,9 @@ def relevance_of(scores: str, store: Any) -> Callable[[float], float]:
     """
     if scores == "similarity":
         return _same
-    if store is not None and _is_pgvector(store):
-        function = str(getattr(store, "vector_function", ""))
-        if function in _PGVECTOR:
-            return _PGVECTOR[function]
-        raise ValueError(
-            f"cannot tell what the scores of PgvectorDocumentStore(vector_function={function!r}) "
-            f"mean (known: {sorted(_PGVECTOR)}); set ArgusCollapser(scores='similarity') or "
-            "scores='distance'"
-        )
+    pgvector = pgvector_reading(scores, store, retriever, vector_function)
+    if pgvector is not None:
+        return pgvector.relevance
     chroma = store is not None and _is_chroma(store)
     if not chroma:
         return _one_minus if scores == "distance" else _same

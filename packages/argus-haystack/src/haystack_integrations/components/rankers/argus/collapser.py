@@ -20,7 +20,12 @@ from argus_ir.collapse import (
     warn_refused,
 )
 from argus_ir.errors import ArgusInputError
-from haystack_integrations.components.rankers.argus._scores import SCORES, relevance_of
+from haystack_integrations.components.rankers.argus._scores import (
+    SCORES,
+    check_order,
+    pgvector_reading,
+    relevance_of,
+)
 from haystack_integrations.components.rankers.argus._stores import aread, read, twin_store
 
 __all__ = ["ArgusCollapser"]
@@ -47,9 +52,12 @@ class ArgusCollapser:
     one client only.
 
     Scores are read as relevance, higher is better: ``scores="auto"`` turns a Chroma store's
-    distances, and a pgvector store's ``l2_distance``, into relevance (cosine similarity for
+    distances, and a pgvector retriever's ``l2_distance``, into relevance (cosine similarity for
     unit-length embeddings) and keeps any other store's scores; the results carry the folded
-    relevance.
+    relevance. A pgvector retriever's scores are read by the retriever's own ``vector_function``
+    (in a pipeline, the retriever that feeds the collapser; a ``PgvectorKeywordRetriever``'s
+    ``ts_rank_cd`` as it is); one given to the retriever's ``run`` is given to the collapser's
+    ``run`` too, and hits ordered against the function read are refused.
 
     Boundaries: a view folds into its source only when the source's original carries the view's
     meta (lineage keys aside), so a view that passed the retriever's filters never brings in a
@@ -124,34 +132,48 @@ class ArgusCollapser:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        documents: list[Document],
+        top_k: int | None = None,
+        vector_function: str | None = None,
+    ) -> dict[str, Any]:
         """Fold views into sources.
 
         :param documents: Retrieved documents, in the retriever's order (with scores when it gives
             them; without scores the retriever's order ranks the sources).
         :param top_k: Override the component's ``top_k``.
+        :param vector_function: The ``vector_function`` a pgvector retriever was given for this
+            run (``cosine_similarity``, ``inner_product``, ``l2_distance``); without it, the
+            retriever's own, else the store's.
         :returns: ``documents``: one original per source, best first, with its folded relevance.
-        :raises ValueError: ``scores="auto"`` and a Chroma store of an unknown space.
+        :raises ValueError: ``scores="auto"`` and a Chroma store of an unknown space; pgvector
+            hits ordered against the function read (a per-run function the collapser was not
+            given).
         """
         self._share_store()
         resolved, fetched = read_originals(
-            self._resolve(documents, top_k), self._fetch, lambda d: d.meta
+            self._resolve(documents, top_k, vector_function), self._fetch, lambda d: d.meta
         )
         return {"documents": self._results(resolved, fetched)}
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, documents: list[Document], top_k: int | None = None
+        self,
+        documents: list[Document],
+        top_k: int | None = None,
+        vector_function: str | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`run`.
 
         :param documents: Retrieved documents, in the retriever's order.
         :param top_k: Override the component's ``top_k``.
+        :param vector_function: As :meth:`run`.
         :returns: As :meth:`run`.
         """
         self._share_store()
         resolved, fetched = await aread_originals(
-            self._resolve(documents, top_k), self._fetch_async, lambda d: d.meta
+            self._resolve(documents, top_k, vector_function), self._fetch_async, lambda d: d.meta
         )
         return {"documents": self._results(resolved, fetched)}
 
@@ -167,6 +189,17 @@ class ArgusCollapser:
         if twin is not None:
             logger.debug("ArgusCollapser shares the pipeline's %s", type(twin).__name__)
             self.document_store = twin
+
+    def _retriever(self) -> Any:
+        """In a pipeline, the component whose output is this collapser's ``documents``."""
+        pipeline = getattr(self, "__haystack_added_to_pipeline__", None)
+        name = getattr(self, "__component_name__", None)
+        if pipeline is None or name is None:
+            return None
+        for sender, _, edge in pipeline.graph.in_edges(name, data=True):
+            if edge["to_socket"].name == "documents":
+                return pipeline.get_component(sender)
+        return None
 
     def _results(
         self, resolved: Resolved[Document], fetched: dict[str, Document]
@@ -187,12 +220,18 @@ class ArgusCollapser:
             )
         return out
 
-    def _resolve(self, documents: list[Document], top_k: int | None) -> Steps[Document]:
+    def _resolve(
+        self, documents: list[Document], top_k: int | None, vector_function: str | None
+    ) -> Steps[Document]:
         """The core's :func:`~argus_ir.collapse.resolve_sources` over the retrieved documents."""
         k = self.top_k if top_k is None else top_k
         if k is not None and k < 0:
             raise ArgusInputError(f"top_k must be >= 0, got {k}")
-        relevance = relevance_of(self.scores, self.document_store)
+        retriever = self._retriever()
+        pgvector = pgvector_reading(self.scores, self.document_store, retriever, vector_function)
+        if pgvector is not None:
+            check_order(pgvector, [d.score for d in documents if d.score is not None])
+        relevance = relevance_of(self.scores, self.document_store, retriever, vector_function)
         return resolve_sources(
             documents,
             id_of=lambda d: d.id,
