@@ -159,3 +159,45 @@ def test_argus_never_imports_jax(tmp_path):
     assert run.returncode == 0, run.stderr
     assert out.is_file() and (tmp_path / "cache" / "kb").is_dir()  # the KB was built and read
     assert not log.exists(), "JAX was imported:\n" + log.read_text(encoding="utf-8")
+
+
+def _tamper(folder, name, change):
+    path = folder / name
+    arr = np.load(path)
+    np.save(path, change(arr.copy()), allow_pickle=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "says"),
+    [
+        # data and indices agree, the last column start does not: loaded, it cut one posting
+        ("indptr", lambda a: np.concatenate([a[:-1], a[-1:] - 1]), r"ends at 6, .* hold 7"),
+        ("indptr", lambda a: np.concatenate([a[:2], a[1:2] - 1, a[3:]]), r"decreases"),
+        ("indptr", lambda a: a[:-1], r"5 entries for 5 words"),
+        ("indptr", lambda a: a + 1, r"starts at 1"),
+        ("indptr", lambda a: a.astype(np.float64), r"float64.*integers"),
+        ("indices", lambda a: np.where(a == a.max(), 7, a).astype(a.dtype), r"passage row 7.*3"),
+        ("indices", lambda a: a[::-1].copy(), r"not ascending"),
+        ("data", lambda a: a.astype(np.int32), r"int32.*floating"),
+        ("data", lambda a: a.reshape(7, 1), r"2 dimensions"),
+    ],
+)
+def test_an_index_whose_arrays_disagree_is_refused_naming_the_file(tmp_path, name, change, says):
+    """Issue 54: the load check was ``indptr[-1] != data.size != indices.size``, chained, so an
+    ``indptr`` that disagreed with equal data and indices loaded and cut postings short."""
+    folder = tmp_path / "kb"
+    BM25Index.build(["Niels Bohr lectured", "Bohr in Lucknow", "Lucknow pact"]).save(folder)
+    BM25Index.load(folder)  # the untouched folder reads
+    _tamper(folder, f"{name}.csc.index.npy", change)
+    with pytest.raises(ArgusInputError, match=rf"{name}\.csc\.index\.npy.*{says}"):
+        BM25Index.load(folder)
+
+
+def test_a_vocabulary_naming_a_missing_column_is_refused(tmp_path):
+    folder = tmp_path / "kb"
+    BM25Index.build(["Niels Bohr lectured", "Bohr in Lucknow"]).save(folder)
+    vocab = json.loads((folder / "vocab.index.json").read_text("utf-8"))
+    vocab["bohr"] = 99
+    (folder / "vocab.index.json").write_text(json.dumps(vocab), "utf-8")
+    with pytest.raises(ArgusInputError, match=r"vocab.index.json.*'bohr'.*column 99"):
+        BM25Index.load(folder)

@@ -171,7 +171,10 @@ class BM25Index:
         """Read an index folder (argus's or ``bm25s``'s, Lucene scores), memory-mapped by default.
 
         Raises:
-            ArgusInputError: A file is missing, cut or of another kind (names it).
+            ArgusInputError: A file is missing, cut or of another kind, or the arrays do not
+                make one matrix: column starts that are not 0, ascending and ending at the
+                postings' count, a word without its column, a passage row out of range or twice
+                in a column (names the file and the fault).
         """
         src = Path(folder)
         try:
@@ -194,8 +197,72 @@ class BM25Index:
                 f"b={params.get('b')}; argus reads Lucene BM25 with k1={K1}, b={B}"
             )
         num_docs = params.get("num_docs")
-        if not isinstance(num_docs, int) or arrays["indptr"].size < 1:
-            raise ArgusInputError(f"{src}: the BM25 index has no passage count or no columns")
-        if int(arrays["indptr"][-1]) != arrays["data"].size != arrays["indices"].size:
-            raise ArgusInputError(f"{src}: the BM25 index's arrays do not agree in length")
+        if not isinstance(num_docs, int) or isinstance(num_docs, bool) or num_docs < 1:
+            raise ArgusInputError(
+                f"{src / _PARAMS}: num_docs must be a passage count, not {num_docs!r}"
+            )
+        _check(src, arrays, vocab, num_docs)
         return cls(vocab, {**arrays, "num_docs": num_docs})
+
+
+def _check(src: Path, arrays: dict[str, np.ndarray], vocab: dict[str, Any], num_docs: int) -> None:
+    """Refuse arrays that do not make one (passages x words) matrix, naming the file and the fault:
+    a column table that does not start at 0, runs backwards or ends short or long of the postings
+    would hand a word another word's postings or cut them."""
+
+    def refuse(key: str, what: str) -> ArgusInputError:
+        return ArgusInputError(f"{src / _FILES[key]}: {what}; the BM25 index folder is damaged")
+
+    kinds = {"data": ("f", "floating"), "indices": ("iu", "integers"), "indptr": ("iu", "integers")}
+    for key, (kind, named) in kinds.items():
+        arr = arrays[key]
+        if arr.ndim != 1:
+            raise refuse(key, f"an array of {arr.ndim} dimensions, not a list")
+        if arr.dtype.kind not in kind:
+            raise refuse(key, f"holds {arr.dtype}, not {named}")
+    data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
+    n_words = sum(1 for word in vocab if word != "")  # "" closes the vocabulary: no column
+    if indptr.size != n_words + 1:
+        raise refuse(
+            "indptr",
+            f"{indptr.size} entries for {n_words} words in {_VOCAB} (needs {n_words + 1})",
+        )
+    if int(indptr[0]) != 0:
+        raise refuse("indptr", f"starts at {int(indptr[0])}, not 0")
+    steps = np.diff(indptr)
+    if steps.size and int(steps.min()) < 0:
+        raise refuse("indptr", f"decreases at column {int(np.argmax(steps < 0))}")
+    if int(indptr[-1]) != data.size or data.size != indices.size:
+        raise refuse(
+            "indptr",
+            f"ends at {int(indptr[-1])}, but {_FILES['data']} and {_FILES['indices']} hold "
+            f"{data.size} and {indices.size} postings",
+        )
+    for word, column in vocab.items():
+        if not isinstance(column, int) or isinstance(column, bool):
+            raise ArgusInputError(f"{src / _VOCAB}: {word!r} -> {column!r} is not a column")
+        if word != "" and not 0 <= column < n_words:
+            raise ArgusInputError(
+                f"{src / _VOCAB}: {word!r} names column {column}; the index has {n_words}"
+            )
+    if len(set(vocab.values())) != len(vocab):
+        raise ArgusInputError(f"{src / _VOCAB}: two words share a column")
+    # each column's passage rows ascend (no passage twice) and lie in [0, num_docs); read in
+    # slices, so a memory-mapped index of any size is checked without a copy of it
+    starts = np.zeros(max(indices.size - 1, 0), dtype=bool)
+    inner = indptr[1:-1]
+    starts[inner[(inner > 0) & (inner < indices.size)] - 1] = True  # step i -> i+1 crosses a column
+    for lo in range(0, indices.size, _CHUNK * 50):
+        part = np.asarray(indices[lo : lo + _CHUNK * 50 + 1], dtype=np.int64)
+        low, high = int(part.min()), int(part.max())
+        if low < 0 or high >= num_docs:
+            bad = low if low < 0 else high
+            raise refuse(
+                "indices",
+                f"passage row {bad} in an index of {num_docs} passages ({_PARAMS})",
+            )
+        down = (np.diff(part) <= 0) & ~starts[lo : lo + part.size - 1]
+        if down.any():
+            at = lo + int(np.argmax(down)) + 1
+            column = int(np.searchsorted(indptr, at, side="right")) - 1
+            raise refuse("indices", f"passage rows not ascending in column {column} (at {at})")
