@@ -201,3 +201,26 @@ def test_a_vocabulary_naming_a_missing_column_is_refused(tmp_path):
     (folder / "vocab.index.json").write_text(json.dumps(vocab), "utf-8")
     with pytest.raises(ArgusInputError, match=r"vocab.index.json.*'bohr'.*column 99"):
         BM25Index.load(folder)
+
+
+def test_argus_requires_the_numpy_under_which_bm25s_gives_argus_numbers():
+    """Issue 54: argus's scores are array arithmetic, the same bytes under NumPy 1.26 and 2 (its
+    shipped KB's 425,604 scores were compared under both). bm25s adds a float64 scalar to a float32
+    array, which NumPy 1.x computes in float32 (value-based promotion): there 164,558 of those
+    scores differ from argus's, and a bm25s folder would rank otherwise than argus's own. Only NumPy
+    2 gives the numbers the bit-for-bit test above holds, so the package must not allow 1.x."""
+    from pathlib import Path
+
+    import tomllib
+    from packaging.requirements import Requirement
+
+    import argus_ir
+
+    pyproject = Path(argus_ir.__file__).parents[2] / "pyproject.toml"
+    needs = [
+        Requirement(r)
+        for r in tomllib.loads(pyproject.read_text("utf-8"))["project"]["dependencies"]
+    ]
+    (numpy_req,) = [r for r in needs if r.name == "numpy"]
+    assert not any(numpy_req.specifier.contains(v) for v in ("1.26.4", "1.99.0")), numpy_req
+    assert numpy_req.specifier.contains(np.__version__), (numpy_req, np.__version__)

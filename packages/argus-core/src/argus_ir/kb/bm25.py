@@ -8,6 +8,11 @@ passage rows, ascending in each column), ``indptr.csc.index.npy`` (int64 column 
 writes and reads, and the numbers are the ones it computes, to the bit: folders built before
 argus wrote its own load here, and ``bm25s.BM25.load`` reads the ones argus writes.
 
+"To the bit" holds on NumPy 2, which the package requires. argus's arithmetic is array by array,
+so its scores are the same bytes under NumPy 1.26 and 2; bm25s adds a float64 scalar to a float32
+array, which NumPy 1.x computes in float32 (value-based promotion), so there bm25s gives other
+numbers (164,558 of the shipped KB's 425,604 scores) and its folders would rank otherwise.
+
 Why argus does not call ``bm25s`` for this: importing ``bm25s`` imports its ``selection``
 module, which imports JAX wherever JAX is installed and runs a top-k on it, and JAX then takes
 three quarters of a GPU's memory. argus must not start another framework on a user's GPU, so
@@ -128,7 +133,8 @@ class BM25Index:
             if count:
                 idf[col] = math.log(1 + (n_docs - count + 0.5) / (count + 0.5))
         doc_len = lengths[rows]
-        # the same operations in the same order and types as bm25s's Lucene scores
+        # the same operations in the same order and types as bm25s's Lucene scores under NumPy 2;
+        # all array by array, so no NumPy's scalar promotion changes them
         denom = K1 * ((1 - B) + B * doc_len / avg_len) + tf
         data = (idf[cols] * (tf / denom)).astype(np.float32)
         order = np.argsort((cols.astype(np.int64) << 32) | rows, kind="stable")
