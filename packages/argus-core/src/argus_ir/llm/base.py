@@ -41,11 +41,16 @@ class Generation:
         text: The completion (``None`` when the call failed).
         error: Why it failed (``None`` on success).
         attempts: Calls made for this prompt (retries included).
+        server_failed: The failure was the server's, not this prompt's: it could not be reached,
+            timed out, failed every retry or refuses every call, so the next prompt would most
+            likely fail too (what a give-up counts). ``False`` on success and when the server
+            answered but refused this prompt or sent a malformed reply.
     """
 
     text: str | None
     error: str | None = None
     attempts: int = 1
+    server_failed: bool = False
 
     @property
     def ok(self) -> bool:
