@@ -67,6 +67,7 @@ class NerWorkers:
         processes: How many workers.
 
     Raises:
+        OSError: A worker process could not be started (the ones already started are ended).
         NerWorkerError: From :meth:`send` or :meth:`receive`, when a worker fails to start or to
             answer, or could not read a text.
     """
@@ -79,20 +80,31 @@ class NerWorkers:
         env["OMP_NUM_THREADS"] = "1"
         argv = [sys.executable, "-m", "argus_ir.text.ner_serve"]
         argv += [model, json.dumps(sorted(labels)), str(batch_size)]
-        self._logs = [tempfile.TemporaryFile() for _ in range(processes)]  # noqa: SIM115 - closed by close()
-        self._procs = [
-            subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                env=env,
-                text=True,
-                encoding="utf-8",
-            )
-            for log in self._logs
-        ]
+        self._logs: list[IO[bytes]] = []
+        self._procs: list[subprocess.Popen] = []
         self._ready = False
+        try:
+            for _ in range(processes):
+                self._logs.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed by close()
+                self._procs.append(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=self._logs[-1],
+                        env=env,
+                        text=True,
+                        encoding="utf-8",
+                    )
+                )
+        except BaseException:
+            # a later start failed (no file handles, no memory): the ones started must not
+            # run on unwaited, loading a pipeline nobody will ask for
+            for proc in self._procs:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+            self.close()
+            raise
 
     def _wait_ready(self) -> None:
         for i, proc in enumerate(self._procs):
