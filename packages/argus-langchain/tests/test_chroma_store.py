@@ -8,7 +8,6 @@ indexed before argus was added would be (langchain-chroma stores an empty metada
 from __future__ import annotations
 
 import asyncio
-import logging
 from pathlib import Path
 
 import chromadb
@@ -21,7 +20,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from argus_ir.collapse import SOURCE_KEY
 from argus_ir.lineage import VIEW_KEY
 from argus_ir.testing import SCENARIO, cosine_reference
-from langchain_argus import ArgusRetriever, collapse_documents
+from langchain_argus import ArgusRetriever, StoreReadError, collapse_documents
 
 # langchain-core warns about relevance scores below 0 (a negative cosine); they rank all the same
 NEGATIVE_COSINE = "ignore:Relevance scores must be between"
@@ -90,12 +89,13 @@ def test_defect_1_chroma_distances_rank_sources_as_the_cosine_reference(
 
 
 @pytest.mark.filterwarnings(NEGATIVE_COSINE)
-def test_defect_7_chroma_original_without_metadata_is_dropped_not_served_by_a_view(
-    chroma, caplog, bare, scenario_ids
+def test_defect_7_chroma_original_without_metadata_fails_the_query_not_served_by_a_view(
+    chroma, bare, scenario_ids
 ):
-    """LangChain + Chroma fetch path (issue 32, 7): langchain-chroma's get_by_ids raises pydantic's ValidationError for an entry stored
-    without metadata; the retriever retries id by id, logs it and drops that source (a view never
-    stands in for its original); the next source takes its place."""
+    """LangChain + Chroma fetch path (issue 32, 7; issue 54, 5): langchain-chroma's get_by_ids
+    raises pydantic's ValidationError for an entry stored without metadata. A view never stands
+    in for its original, and a failed read is not an absent document: the query raises
+    ``StoreReadError`` naming the store, the ids and the cause (it used to drop the source)."""
     sci = scenario_ids["sci-2"]
     query = "Bogie, the star of the 1942 film Casablanca, and the Bohr model of the atom"
     top = chroma.similarity_search(query, k=3)
@@ -104,19 +104,11 @@ def test_defect_7_chroma_original_without_metadata_is_dropped_not_served_by_a_vi
 
     retriever = ArgusRetriever(vectorstore=chroma, k=2, fetch_k=3)
     for run in (retriever.invoke, lambda q: asyncio.run(retriever.ainvoke(q))):
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="langchain_argus.retriever"):
-            found = run(query)
-        assert [d.id for d in found] == [sci]  # fetch_k=3 holds no third source
-        assert found[0].metadata == {
-            "lang": "en",
-            "name": "sci-2",
-            SOURCE_KEY: sci,
-            VIEW_KEY: "original",
-        }
-        failures = [r.getMessage() for r in caplog.records]
-        assert any("ValidationError" in m and repr(bare) in m for m in failures), failures
-        assert any("1 source(s) dropped" in m for m in failures), failures
+        with pytest.raises(
+            StoreReadError, match=r"Chroma\.get_by_ids failed \(ValidationError"
+        ) as e:
+            run(query)
+        assert repr(bare) in str(e.value)
 
 
 class IdsInMetadata(InMemoryVectorStore):

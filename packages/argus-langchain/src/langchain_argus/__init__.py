@@ -7,12 +7,15 @@
 - :class:`ArgusEmbeddings`: with ``ArgusDocumentTransformer(embed=True)``, the store's embeddings
   answered from the vectors argus computed (``transformer.embeddings(base)``): embed once.
 - :func:`collapse_documents`: the folding, for scored hits you already have.
+- :func:`index_sources` and :func:`delete_sources`: LangChain's ``index()`` and a record
+  manager, for argus output: a rerun is a no-op, and a delete stopped half-way is put right.
 - :class:`SiraEnricher` and :class:`SiraRetriever`: lexical SIRA, LLM search vocabulary in the
   documents' metadata and a BM25 retriever that uses it plus a per-query sketch.
 """
 
 from langchain_argus.embeddings import ArgusEmbeddings
-from langchain_argus.retriever import ArgusRetriever, collapse_documents
+from langchain_argus.lifecycle import delete_sources, index_sources
+from langchain_argus.retriever import ArgusRetriever, StoreReadError, collapse_documents
 from langchain_argus.sira import SiraEnricher, SiraRetriever
 from langchain_argus.transformer import ArgusDocumentTransformer
 
@@ -22,5 +25,8 @@ __all__ = [
     "ArgusRetriever",
     "SiraEnricher",
     "SiraRetriever",
+    "StoreReadError",
     "collapse_documents",
+    "delete_sources",
+    "index_sources",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,15 +32,18 @@ from argus_ir.collapse import (
     source_id_of,
     warn_refused,
 )
-from argus_ir.errors import ArgusInputError
+from argus_ir.errors import ArgusError, ArgusInputError
+from argus_ir.lineage import SOURCE_KEY
 from langchain_argus._scores import hint, relevance_per_cosine
 
-__all__ = ["ArgusRetriever", "collapse_documents"]
+__all__ = ["ArgusRetriever", "StoreReadError", "collapse_documents"]
 
 logger = logging.getLogger(__name__)
 
-_ANONYMOUS = "\0argus-anonymous-hit-"
-"""Prefix of the key a hit with no id at all is folded under (its own group, never merged)."""
+
+class StoreReadError(ArgusError):
+    """The store failed to return the originals a query needs (an outage, a store error): the
+    query fails rather than answer without those sources. The message names the store."""
 
 
 def collapse_documents(
@@ -72,8 +76,9 @@ def collapse_documents(
             hits carry no scores), an unknown ``how``, or a score that is not a finite number.
     """
     _check_view_discount(view_discount)
+    keyed, anonymous = _hits(hits)
     folded = fold_hits(
-        _hits(hits),
+        keyed,
         id_of=lambda t: t[2],
         metadata_of=lambda t: t[0].metadata,
         score_of=lambda t: t[1],
@@ -83,7 +88,7 @@ def collapse_documents(
     )
     return [
         SourceHits(
-            "" if f.source_id.startswith(_ANONYMOUS) else f.source_id,
+            "" if f.source_id in anonymous else f.source_id,
             f.score,
             tuple(doc for doc, _, _ in f.hits),
             None if f.original is None else f.original[0],
@@ -93,19 +98,29 @@ def collapse_documents(
 
 
 _Hit = tuple[Document, float | None, str]
-"""A hit as folded: the document, its score and its key (its id, or a unique one without)."""
+"""A hit as folded: the document, its score and its key (its id, or one of this call's own for
+a hit without: never shown, never asked of the store)."""
 
 STORE_KEYS = ("_id", "_collection_name")
 """Metadata keys a store adds to the documents it returns (langchain-qdrant), not the user's."""
 
 
-def _hits(hits: Sequence[tuple[Document, float]] | Sequence[Document]) -> list[_Hit]:
-    return [
-        (doc, score, _doc_id(doc) or f"{_ANONYMOUS}{pos}")
-        for pos, (doc, score) in enumerate(
-            (h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits
-        )
-    ]
+def _hits(
+    hits: Sequence[tuple[Document, float]] | Sequence[Document],
+) -> tuple[list[_Hit], set[str]]:
+    """The hits with their keys, and the keys made for hits without an id (each its own group;
+    a per-call token, so no metadata can name one)."""
+    token = uuid.uuid4().hex
+    out: list[_Hit] = []
+    anonymous: set[str] = set()
+    pairs = ((h, None) if isinstance(h, Document) else (h[0], float(h[1])) for h in hits)
+    for pos, (doc, score) in enumerate(pairs):
+        key = _doc_id(doc)
+        if key is None:
+            key = f"\0{token}-{pos}"
+            anonymous.add(key)
+        out.append((doc, score, key))
+    return out, anonymous
 
 
 class ArgusRetriever(BaseRetriever):
@@ -115,10 +130,13 @@ class ArgusRetriever(BaseRetriever):
     by their ``argus_source_id`` (best score by default) and returns the top ``k`` sources as the
     *original* documents: taken from the hits when the original was retrieved itself, else fetched
     (``fetch_originals``, by default the store's ``get_by_ids`` with the source ids). A source
-    whose original cannot be fetched is dropped, never served by one of its views; the next
-    source takes its place and the count is logged (a warning on the
-    ``langchain_argus.retriever`` logger). It returns documents, without scores (LangChain's
-    retriever interface has none); ``collapse_documents`` gives the folded scores.
+    whose original the store does not hold is dropped, never served by one of its views; the
+    next source takes its place and the count is logged (a warning on the
+    ``langchain_argus.retriever`` logger). A read that fails raises instead (see "Fetching").
+    It returns documents, without scores (LangChain's retriever interface has none);
+    ``collapse_documents`` gives the folded scores. A document is returned with the id the
+    store gave it (langchain-qdrant's ``metadata["_id"]`` included), never one taken from
+    ``argus_source_id``: a store that returns no ids (LanceDB) gives documents without.
 
     Boundaries: a view folds into its source only when the source's original carries the view's
     metadata (lineage keys aside), so a view that passed ``search_kwargs``' filter never brings in
@@ -138,9 +156,11 @@ class ArgusRetriever(BaseRetriever):
     nothing needs converting). A store without relevance scores whose raw scores are not known
     to be similarities is refused the same way (distances would rank backwards).
 
-    Fetching: when ``get_by_ids`` fails for a store-specific reason (langchain-chroma raises
-    pydantic's ``ValidationError`` for an entry stored without metadata), each id is fetched on
-    its own; an id that still fails is logged (with the exception type) and its source dropped.
+    Fetching: when ``get_by_ids`` raises (the server is down; langchain-chroma's pydantic
+    ``ValidationError`` for an entry stored without metadata), the query raises
+    :class:`StoreReadError` naming the store, the ids and the cause: a failed read is not an
+    absent document. An entry that ``get_by_ids`` returns is the original of the id it is
+    stored under only when its ``argus_source_id`` is absent or that id.
     A store that has no ``get_by_ids`` at all (LanceDB) is refused at construction unless
     ``fetch_originals`` is given. A store built for sync calls only (langchain-postgres's
     ``PGVector`` without an async engine) is searched in a worker thread by ``ainvoke``.
@@ -244,8 +264,11 @@ class ArgusRetriever(BaseRetriever):
             hits = self.vectorstore.similarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
+        keyed, anonymous = _hits(hits)
         resolved, fetched = read_originals(
-            self._resolve(hits, k, search), self._fetch, lambda d: d.metadata
+            self._resolve(keyed, k, search),
+            lambda ids: self._fetch([i for i in ids if i not in anonymous]),
+            lambda d: d.metadata,
         )
         return _finish(resolved, fetched)
 
@@ -273,17 +296,18 @@ class ArgusRetriever(BaseRetriever):
             hits = await self.vectorstore.asimilarity_search_with_score(
                 query, k=self._fetch_k(k), **search
             )
+        keyed, anonymous = _hits(hits)
         resolved, fetched = await aread_originals(
-            self._resolve(hits, k, search), self._afetch, lambda d: d.metadata
+            self._resolve(keyed, k, search),
+            lambda ids: self._afetch([i for i in ids if i not in anonymous]),
+            lambda d: d.metadata,
         )
         return _finish(resolved, fetched)
 
-    def _resolve(
-        self, hits: Sequence[tuple[Document, float]], k: int, search: dict[str, Any]
-    ) -> Steps[_Hit]:
+    def _resolve(self, hits: list[_Hit], k: int, search: dict[str, Any]) -> Steps[_Hit]:
         """The core's :func:`~argus_ir.collapse.resolve_sources` over the scored hits."""
         return resolve_sources(
-            _hits(hits),
+            hits,
             id_of=lambda t: t[2],
             metadata_of=lambda t: t[0].metadata,
             score_of=lambda t: t[1],
@@ -294,38 +318,30 @@ class ArgusRetriever(BaseRetriever):
         )
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
+        if not ids:
+            return {}
         if self.fetch_originals is not None:
             return _originals(self.fetch_originals(ids))
         try:
-            return _originals(self.vectorstore.get_by_ids(ids))
+            found = self.vectorstore.get_by_ids(ids)
         except NotImplementedError as exc:
             raise _no_get_by_ids(self.vectorstore) from exc
-        except Exception as exc:  # the store's own failure: retry id by id
-            _log_failure(self.vectorstore, ids, exc)
-        fetched: dict[str, Document] = {}
-        for one in ids:
-            try:
-                fetched.update(_originals(self.vectorstore.get_by_ids([one])))
-            except Exception as exc:  # its source is dropped
-                _log_failure(self.vectorstore, [one], exc)
-        return fetched
+        except Exception as exc:  # an outage is not "no such document": never drop on it
+            raise _read_failed(self.vectorstore, ids, exc) from exc
+        return _own_originals(self.vectorstore, found, ids)
 
     async def _afetch(self, ids: list[str]) -> dict[str, Document]:
+        if not ids:
+            return {}
         if self.fetch_originals is not None:
             return _originals(await run_in_executor(None, self.fetch_originals, ids))
         try:
-            return _originals(await self.vectorstore.aget_by_ids(ids))
+            found = await self.vectorstore.aget_by_ids(ids)
         except NotImplementedError as exc:
             raise _no_get_by_ids(self.vectorstore) from exc
-        except Exception as exc:  # the store's own failure: retry id by id
-            _log_failure(self.vectorstore, ids, exc)
-        fetched: dict[str, Document] = {}
-        for one in ids:
-            try:
-                fetched.update(_originals(await self.vectorstore.aget_by_ids([one])))
-            except Exception as exc:  # its source is dropped
-                _log_failure(self.vectorstore, [one], exc)
-        return fetched
+        except Exception as exc:  # as in _fetch
+            raise _read_failed(self.vectorstore, ids, exc) from exc
+        return _own_originals(self.vectorstore, found, ids)
 
 
 def _doc_id(doc: Document) -> str | None:
@@ -337,7 +353,9 @@ def _doc_id(doc: Document) -> str | None:
 
 
 def _originals(docs: Sequence[Document]) -> dict[str, Document]:
-    """Fetched documents by their source id; views are left out."""
+    """What ``fetch_originals`` found, by the source id it was asked for (the hook looked it up
+    by ``argus_source_id``: under ``index()`` originals have ids of their own); views are left
+    out."""
     out: dict[str, Document] = {}
     for doc in docs:
         if not is_view_entry(doc.metadata):
@@ -347,19 +365,48 @@ def _originals(docs: Sequence[Document]) -> dict[str, Document]:
     return out
 
 
+def _own_originals(
+    store: VectorStore, docs: Sequence[Document], ids: list[str]
+) -> dict[str, Document]:
+    """What ``get_by_ids(ids)`` returned, by id: an entry is the original of the id it is
+    stored under, when its lineage agrees (no ``argus_source_id``, or that id) and it is no view.
+    An entry whose ``argus_source_id`` names another document is the original of neither (that
+    key is metadata anyone can write) and is logged."""
+    wanted = set(ids)
+    out: dict[str, Document] = {}
+    for doc in docs:
+        doc_id = _doc_id(doc)
+        if doc_id not in wanted or is_view_entry(doc.metadata, doc_id):
+            continue
+        claimed = (doc.metadata or {}).get(SOURCE_KEY)
+        if claimed is not None and claimed != "" and str(claimed) != doc_id:
+            logger.warning(
+                "%s holds %r with argus_source_id %r, another document's: not taken as the "
+                "original of either",
+                type(store).__name__,
+                doc_id,
+                claimed,
+            )
+            continue
+        out.setdefault(doc_id, doc)
+    return out
+
+
 def _finish(resolved: Resolved[_Hit], fetched: Mapping[str, Document]) -> list[Document]:
     """Each source's original, from its hits or as read; refused views and drops are logged."""
     out = []
     for f in resolved.sources:
         doc = f.original[0] if f.original is not None else fetched[f.source_id]
-        if not doc.id and f.source_id:  # a store that returns no ids (LanceDB): its source's
-            doc = doc.model_copy(update={"id": f.source_id})
+        store_id = _doc_id(doc)
+        if not doc.id and store_id:  # langchain-qdrant's id, in metadata["_id"]
+            doc = doc.model_copy(update={"id": store_id})
         out.append(doc)
     warn_refused(logger, resolved.refused)
     if resolved.dropped:
         logger.warning(
-            "%d source(s) dropped: only their views were retrieved and their originals could not "
-            "be fetched (deleted, or stored under other ids: see ArgusRetriever.fetch_originals)",
+            "%d source(s) dropped: only their views were retrieved and the store does not hold "
+            "their originals (deleted, or stored under other ids: see "
+            "ArgusRetriever.fetch_originals)",
             len(resolved.dropped),
         )
     return out
@@ -374,13 +421,12 @@ def _no_get_by_ids(store: VectorStore) -> ArgusInputError:
     )
 
 
-def _log_failure(store: VectorStore, ids: list[str], exc: BaseException) -> None:
-    if len(ids) == 1:
-        what = f"id {ids[0]!r} (its source is dropped)"
-    else:
-        what = f"{len(ids)} ids (retrying one at a time)"
-    logger.warning(
-        "%s.get_by_ids failed for %s: %s: %s", type(store).__name__, what, type(exc).__name__, exc
+def _read_failed(store: VectorStore, ids: list[str], exc: BaseException) -> StoreReadError:
+    shown = ", ".join(map(repr, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return StoreReadError(
+        f"{type(store).__name__}.get_by_ids failed ({type(exc).__name__}: {exc}) reading the "
+        f"originals of {len(ids)} source(s) retrieved only through their views ({shown}); "
+        "the query fails rather than answer without them"
     )
 
 

@@ -1,0 +1,385 @@
+"""langchain-argus under faults (issue 54): the recipes of docs/langchain.md killed, run twice at
+once, and the store stopped mid-query, on PostgreSQL + pgvector (``PGVector`` with LangChain's
+``SQLRecordManager`` in the same database).
+
+The corpus is argus-shaped output written out by hand (twelve originals, twelve views, the
+lineage argus writes) embedded by a word-hash embedding, so no test loads a model. A kill is a
+real SIGKILL: the recipe runs in a child process (this file run as a script) whose store or
+record manager kills its own process right after the call named by the case returns. After a
+kill the same recipe is run again, and the database must then hold what an uninterrupted run
+leaves: the same rows (ids, texts, metadata, vectors) and the same record-manager keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
+from argus_ir.remedy.texts import view_id
+from langchain_argus import ArgusRetriever, StoreReadError, delete_sources, index_sources
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Using SHA-1 for document hashing"),
+    pytest.mark.filterwarnings("ignore:Relevance scores must be between"),
+]
+
+DIM = 32
+CHANGED = ("doc-05", "doc-07")  # the update recipe changes these (2 and 1 views)
+GONE = ("doc-02", "doc-08")  # the delete recipe removes these (2 views each)
+
+
+def _vector(text: str) -> list[float]:
+    """A unit vector of the text's words hashed into ``DIM`` buckets (deterministic, no model)."""
+    out = [0.0] * DIM
+    for word in text.lower().split():
+        out[int(hashlib.md5(word.encode()).hexdigest(), 16) % DIM] += 1.0
+    norm = math.sqrt(sum(x * x for x in out)) or 1.0
+    return [x / norm for x in out]
+
+
+class Hashed(Embeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [_vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return _vector(text)
+
+
+def _original(src: str, text: str, **meta: Any) -> Document:
+    return Document(text, id=src, metadata={**meta, SOURCE_KEY: src, VIEW_KEY: "original"})
+
+
+def _view(src: str, text: str, **meta: Any) -> Document:
+    key = f"{src}#argus-{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+    lineage = {SOURCE_KEY: src, VIEW_KEY: "expansion", VIEW_NAME_KEY: key}
+    return Document(text, id=view_id(key), metadata={**meta, **lineage})
+
+
+def corpus(changed: Sequence[str] = (), only: Sequence[str] | None = None) -> list[Document]:
+    """The transformer's output shape: each original followed by its views (``i % 3`` of them);
+    the sources in ``changed`` with new texts; ``only``: just those sources."""
+    out = []
+    for i in range(12):
+        src = f"doc-{i:02d}"
+        if only is not None and src not in only:
+            continue
+        text = f"document {i} on topic {i % 4}" + (" revised" if src in changed else "")
+        out.append(_original(src, text, n=i))
+        out += [_view(src, f"{text}, view {j}", n=i) for j in range(i % 3)]
+    return out
+
+
+# -- the recipes of docs/langchain.md -------------------------------------------------------------
+
+
+def ingest(manager: Any, store: Any, batch_size: int = 5) -> dict[str, int]:
+    return dict(index_sources(corpus(), manager, store, batch_size=batch_size))
+
+
+def update(manager: Any, store: Any) -> dict[str, int]:
+    return dict(index_sources(corpus(CHANGED, only=CHANGED), manager, store, batch_size=2))
+
+
+def delete(manager: Any, store: Any) -> None:
+    delete_sources(store, manager, GONE, batch_size=3)
+
+
+def reconcile(manager: Any, store: Any) -> dict[str, int]:
+    """Index the whole corpus with ``cleanup="full"`` (the docs' reconciliation)."""
+    return dict(index_sources(corpus(), manager, store, cleanup="full"))
+
+
+RECIPES = {"ingest": ingest, "update": update, "delete": delete, "reconcile": reconcile}
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def _database(name: str) -> str:
+    from argus_ir.testing.postgres import postgres_server
+
+    db = "f_" + hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:20]
+    return postgres_server().database(db).sqlalchemy_url("psycopg")
+
+
+def _parts(url: str, kill_at: tuple[str, int] | None = None) -> tuple[Any, Any]:
+    """The record manager and the store over ``url``; with ``kill_at`` (a call's name and its
+    count), both kill this process right after that call returns."""
+    from langchain_classic.indexes import SQLRecordManager
+    from langchain_postgres import PGVector
+
+    calls: Counter[str] = Counter()
+
+    def tick(name: str) -> None:
+        calls[name] += 1
+        if kill_at == (name, calls[name]):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    class Store(PGVector):
+        def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+            out = super().add_documents(documents, **kwargs)
+            tick("store.add_documents")
+            return out
+
+        def delete(self, ids: list[str] | None = None, **kwargs: Any) -> None:
+            super().delete(ids, **kwargs)
+            tick("store.delete")
+
+    class Manager(SQLRecordManager):
+        def update(self, keys: Sequence[str], **kwargs: Any) -> None:
+            super().update(keys, **kwargs)
+            tick("manager.update")
+
+        def delete_keys(self, keys: Sequence[str]) -> None:
+            super().delete_keys(keys)
+            tick("manager.delete_keys")
+
+    store = Store(embeddings=Hashed(), collection_name="argus", connection=url, use_jsonb=True)
+    manager = Manager("argus/faults", db_url=url)
+    manager.create_schema()
+    return manager, store
+
+
+def _state(url: str) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """Every row of the collection (id, text, metadata, vector) and the record manager's keys."""
+    import psycopg
+
+    with psycopg.connect(url.replace("+psycopg", "")) as conn:
+        rows = conn.execute(
+            "SELECT e.id, e.document, e.cmetadata::text, e.embedding::text "
+            "FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
+            "ON e.collection_id = c.uuid WHERE c.name = 'argus' ORDER BY e.id"
+        ).fetchall()
+        keys = conn.execute(
+            "SELECT key FROM upsertion_record WHERE namespace = 'argus/faults' ORDER BY key"
+        ).fetchall()
+    return [tuple(r) for r in rows], [k[0] for k in keys]
+
+
+def _run(url: str, *steps: str) -> None:
+    manager, store = _parts(url)
+    try:
+        for step in steps:
+            RECIPES[step](manager, store)
+    finally:
+        store._engine.dispose()
+        manager.engine.dispose()
+
+
+def _child(url: str, recipe: str, kill_at: tuple[str, int] | None = None) -> subprocess.Popen:
+    args = [sys.executable, __file__, url, recipe, *(map(str, kill_at) if kill_at else ())]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted() -> dict[str, tuple[list[tuple[Any, ...]], list[str]]]:
+    """What each recipe leaves when nothing interrupts it (after the ingest it starts from)."""
+    out = {}
+    for recipe, steps in {
+        "ingest": ("ingest",),
+        "update": ("ingest", "update"),
+        "delete": ("ingest", "delete"),
+    }.items():
+        url = _database(f"uninterrupted/{recipe}/{os.getpid()}")
+        _run(url, *steps)
+        out[recipe] = _state(url)
+    rows, keys = out["ingest"]
+    assert len(rows) == 24 and [r[0] for r in rows] == keys
+    return out
+
+
+KILLS = [
+    ("ingest", ("store.add_documents", 1)),  # a batch written, none of it recorded
+    ("ingest", ("manager.update", 2)),  # two batches in, the rest not written
+    ("ingest", ("store.add_documents", 5)),  # every entry written, the last batch unrecorded
+    ("update", ("store.add_documents", 1)),  # some new versions written, unrecorded
+    ("update", ("manager.update", 3)),  # every new version recorded, the old ones still there
+    ("update", ("store.delete", 1)),  # old versions deleted, their records still there
+    ("delete", ("store.delete", 1)),  # entries deleted, their records still there
+    ("delete", ("manager.delete_keys", 1)),  # between the two sources' keys
+    ("delete", ("store.delete", 2)),  # the last entries deleted, their records still there
+]
+
+
+@pytest.mark.parametrize(("recipe", "kill_at"), KILLS, ids=[f"{r}-{c}{n}" for r, (c, n) in KILLS])
+def test_a_recipe_killed_then_run_again_ends_as_an_uninterrupted_run(
+    recipe, kill_at, tmp_path, uninterrupted
+):
+    """kill -9 at three moments of the ingest, update and delete recipes; the same recipe run
+    again leaves what an uninterrupted run leaves."""
+    url = _database(str(tmp_path))
+    if recipe != "ingest":
+        _run(url, "ingest")
+    else:
+        _run(url)  # the tables, made once
+    child = _child(url, recipe, kill_at)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == -signal.SIGKILL, err[-2000:]  # killed at that moment
+    _run(url, recipe)
+    assert _state(url) == uninterrupted[recipe]
+
+
+def test_item_2_a_direct_delete_killed_between_its_steps_then_reconciled_restores_the_source(
+    tmp_path, uninterrupted
+):
+    """Issue 54, 2: the documented delete killed after the store's delete, before the record
+    manager's; the documented ``cleanup="full"`` reconciliation over the whole corpus then
+    re-adds the source, as it does after an uninterrupted delete (today its records made
+    ``index()`` skip it: two sources' entries never came back)."""
+    url = _database(str(tmp_path))
+    _run(url, "ingest")
+    child = _child(url, "delete", ("store.delete", 1))
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == -signal.SIGKILL, err[-2000:]
+    _run(url, "reconcile")
+    assert _state(url) == uninterrupted["ingest"]
+
+
+@pytest.mark.parametrize("recipe", ["ingest", "update"])
+def test_two_ingesters_at_once_end_as_one(recipe, tmp_path, uninterrupted):
+    """Two processes run the same recipe at the same time (the store and the record manager's
+    table made once before, as docs/langchain.md says): the end is what one run leaves."""
+    url = _database(str(tmp_path))
+    _run(url, *(["ingest"] if recipe != "ingest" else []))
+    children = [_child(url, recipe) for _ in range(2)]
+    outs = [c.communicate(timeout=300) for c in children]
+    assert [c.returncode for c in children] == [0, 0], [err[-2000:] for _, err in outs]
+    assert _state(url) == uninterrupted[recipe]
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 5, 7, 100])
+def test_item_3_indexing_twice_adds_and_deletes_nothing_at_any_batch_size(batch_size, tmp_path):
+    """Issue 54, 3: the documented ingest run twice over the same output; the second run adds
+    nothing and deletes nothing, whatever the batch size (today a source whose views straddled
+    a batch was deleted and re-added: 1 and 1 at batch 100 on 272 entries)."""
+    url = _database(str(tmp_path))
+    manager, store = _parts(url)
+    try:
+        first = ingest(manager, store, batch_size)
+        assert first["num_added"] == 24
+        before = _state(url)
+        again = ingest(manager, store, batch_size)
+        assert (again["num_added"], again["num_deleted"], again["num_skipped"]) == (0, 0, 24)
+        assert _state(url) == before
+    finally:
+        store._engine.dispose()
+        manager.engine.dispose()
+
+
+# -- query time ---------------------------------------------------------------------------------
+
+
+def test_item_5_the_server_stopped_between_search_and_fetch_raises_naming_the_store(caplog):
+    """Issue 54, 5: the search answers, then PostgreSQL stops before the originals are read;
+    ``invoke`` and ``ainvoke`` raise an error naming the store (today: ``[]`` and a warning that
+    the originals may have been deleted). A read that works and finds nothing still drops the
+    source, with the warning."""
+    from langchain_postgres import PGVector
+
+    from argus_ir.testing.postgres import private_postgres_server
+
+    docs = [_original("a", "alpha beta"), _view("a", "gamma delta epsilon")]
+
+    with private_postgres_server() as pg:
+        url = pg.server.database("outage").sqlalchemy_url("psycopg")
+
+        class StopsAfterSearch(PGVector):
+            def similarity_search_with_relevance_scores(self, *args: Any, **kwargs: Any):
+                hits = super().similarity_search_with_relevance_scores(*args, **kwargs)
+                pg.stop()
+                return hits
+
+        def retriever(store: Any) -> ArgusRetriever:
+            return ArgusRetriever(vectorstore=store, k=1, fetch_k=1, relevance_per_cosine=1.0)
+
+        plain = PGVector(embeddings=Hashed(), collection_name="c", connection=url, use_jsonb=True)
+        plain.add_documents(docs)
+        plain._engine.dispose()
+        for call in (
+            lambda r: r.invoke("gamma delta epsilon"),
+            lambda r: asyncio.run(r.ainvoke("gamma delta epsilon")),
+        ):
+            pg.start()
+            store = StopsAfterSearch(
+                embeddings=Hashed(), collection_name="c", connection=url, use_jsonb=True
+            )
+            with pytest.raises(StoreReadError, match=r"StopsAfterSearch\.get_by_ids failed"):
+                call(retriever(store))
+            store._engine.dispose()
+
+        pg.start()
+        store = PGVector(embeddings=Hashed(), collection_name="c", connection=url, use_jsonb=True)
+        store.delete(["a"])  # the original is gone: a read that finds nothing
+        with caplog.at_level(logging.WARNING, logger="langchain_argus.retriever"):
+            assert retriever(store).invoke("gamma delta epsilon") == []
+        assert any("1 source(s) dropped" in r.getMessage() for r in caplog.records)
+        store._engine.dispose()
+
+
+def test_item_11_a_hit_without_an_id_gets_none_made_up(tmp_path):
+    """Issue 54, 11: LanceDB returns its hits without ids. A plain document stays without one
+    (today: ``"\\0argus-anonymous-hit-0"``), and one whose metadata claims to be the original of
+    ``"victim"`` does not become ``"victim"``: anyone can write that key."""
+    from langchain_community.vectorstores import LanceDB
+
+    store = LanceDB(uri=str(tmp_path / "lance"), embedding=Hashed(), table_name="t")
+    forged = {SOURCE_KEY: "victim", VIEW_KEY: "original", "n": 0}
+    store.add_documents(
+        [
+            Document(
+                "alpha beta gamma",
+                id="plain-1",
+                metadata={SOURCE_KEY: "", VIEW_KEY: "original", "n": 0},
+            ),
+            Document("alpha beta delta", id="mine", metadata=forged),
+        ]
+    )
+    retriever = ArgusRetriever(
+        vectorstore=store, k=2, fetch_k=2, view_discount=0, fetch_originals=lambda ids: []
+    )
+    found = retriever.invoke("alpha beta")
+    assert sorted(d.page_content for d in found) == ["alpha beta delta", "alpha beta gamma"]
+    assert [d.id for d in found] == [None, None]
+
+
+def test_item_11_a_fetched_entry_is_the_original_of_its_own_id_only():
+    """Issue 54, 11: ``get_by_ids(["a", "b"])`` returns the entry stored as ``"a"``, whose
+    metadata claims it is the original of ``"b"``. It serves neither: ``"b"`` is served by its
+    own entry (today: by ``"a"``'s text, keyed by the claim), and ``"a"``, whose only entry
+    claims another source, is dropped."""
+    store = InMemoryVectorStore(embedding=Hashed())
+    claim = {SOURCE_KEY: "b", VIEW_KEY: "original", "n": 1}
+    store.add_documents(
+        [
+            Document("an intruder text", id="a", metadata=claim),
+            _original("b", "the original of b", n=1),
+            _view("a", "alpha query words", n=1),
+            _view("b", "alpha query words too", n=1),
+        ]
+    )
+    found = ArgusRetriever(vectorstore=store, k=2, fetch_k=2).invoke("alpha query words")
+    assert [(d.id, d.page_content) for d in found] == [("b", "the original of b")]
+
+
+def _main(url: str, recipe: str, *kill: str) -> None:
+    manager, store = _parts(url, (kill[0], int(kill[1])) if kill else None)
+    RECIPES[recipe](manager, store)
+
+
+if __name__ == "__main__":  # a child of the tests above
+    _main(*sys.argv[1:])
