@@ -72,7 +72,7 @@ def test_unknown_failed_and_unnameable_give_nothing():
 
 
 def test_lookups_are_counted_and_failures_in_a_row_stop_the_asking():
-    failed = Generation(None, error="HTTP 500", attempts=3)
+    failed = Generation(None, error="HTTP 500", attempts=3, server_failed=True)
     replies = ["town", failed, failed, "UNKNOWN", *[failed] * GIVE_UP_AFTER]
     llm = ScriptedLLM(replies)
     wiki = ReferenceKB.from_passages([Passage("Gora", "Gora", "Gora is a mountain word.", "")])
@@ -101,6 +101,42 @@ def test_lookups_are_counted_and_failures_in_a_row_stop_the_asking():
     old = {k: v for k, v in stats.to_dict().items() if not k.startswith("kb_llm")}
     assert RemedyStats.from_dict(old).kb_llm_calls == 0
     assert RemedyStats.from_dict(old).kb_llm_gave_up == ""
+
+
+def test_I8_lookups_the_server_refused_never_stop_the_asking():
+    """Issue 54, item 8: HTTP 400s and malformed replies are the prompt's failures, not the
+    server's: any number of them in a row leaves the LLM on (three used to switch it off)."""
+    refused = Generation(None, error="HTTP 400: prompt too long", attempts=1)
+    llm = ScriptedLLM([*[refused] * (2 * GIVE_UP_AFTER), "town in Slovenia"])
+    knowledge = LLMKnowledge(llm)
+    for i in range(2 * GIVE_UP_AFTER):
+        assert knowledge.lookup(f"Name{i}", context=f"Name{i} was here.") == []
+    assert knowledge.gave_up == "" and knowledge.failures == 2 * GIVE_UP_AFTER
+    assert knowledge.lookup("Kranjska Gora", context=POST)[0][0].description == "town in Slovenia"
+
+
+def test_I8_a_given_up_llm_is_asked_again_after_the_cool_down():
+    """Issue 54, item 8: after giving up, nothing is asked until the cool-down has passed; then one
+    lookup asks, a failure gives up again, and a reply brings the LLM back for good."""
+    import time
+
+    down = Generation(None, error="cannot reach the server", attempts=1, server_failed=True)
+    llm = ScriptedLLM([*[down] * GIVE_UP_AFTER, down, "town in Slovenia", "ski resort"])
+    knowledge = LLMKnowledge(llm, cool_down=0.2)
+    for i in range(GIVE_UP_AFTER):
+        knowledge.lookup(f"Name{i}", context="x")
+    assert knowledge.gave_up and "asks again 0.2 s later" in knowledge.gave_up
+    assert knowledge.lookup("Other", context="x") == [] and len(llm.prompts) == GIVE_UP_AFTER
+    time.sleep(0.25)
+    assert knowledge.lookup("Probe", context="x") == []  # one probe, failed: given up again
+    assert knowledge.gave_up and len(llm.prompts) == GIVE_UP_AFTER + 1
+    assert knowledge.lookup("Other", context="x") == [] and len(llm.prompts) == GIVE_UP_AFTER + 1
+    time.sleep(0.25)
+    assert knowledge.lookup("Kranjska Gora", context=POST)  # the server is back
+    assert knowledge.gave_up == ""
+    assert knowledge.lookup("Bled", context="Bled")[0][0].description == "ski resort"
+    with pytest.raises(ValueError, match="cool_down"):
+        LLMKnowledge(llm, cool_down=-1)
 
 
 def test_behind_a_kb_the_llm_answers_only_what_the_kb_does_not_know_by_name():

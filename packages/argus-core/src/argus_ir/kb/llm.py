@@ -16,8 +16,10 @@ does that for the command line.
 What the lookups cost is counted: :meth:`LLMKnowledge.take_usage` gives the calls made and the
 lookups that failed since it was last asked, which the remedy adds to its
 :class:`~argus_ir.remedy.stats.RemedyStats` (``kb_llm_calls``, ``kb_llm_failures``). After
-:data:`GIVE_UP_AFTER` failed lookups in a row (a server that is down, or never answers) it stops
-asking, says so once, and the run goes on without LLM knowledge (``kb_llm_gave_up``).
+:data:`GIVE_UP_AFTER` lookups in a row that the server failed (down, or never answering; a prompt
+it refuses or a malformed reply is not counted) it stops asking, says so once, and the run goes on
+without LLM knowledge (``kb_llm_gave_up``); after :data:`COOL_DOWN` seconds one lookup asks again,
+and a reply brings it back.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,8 +60,12 @@ PROMPT = (
 _MAX_CHARS = 120
 _WINDOW = 200
 GIVE_UP_AFTER = 3
-"""Failed lookups in a row (each after its backend's retries) after which :class:`LLMKnowledge`
-stops asking for the rest of the run: the server is down or never answers."""
+"""Lookups in a row that the server failed (each after its backend's retries) after which
+:class:`LLMKnowledge` stops asking: the server is down or never answers. A lookup the server
+answered but refused (HTTP 400, a malformed reply) is not the server's failure and ends the run."""
+COOL_DOWN = 60.0
+"""Seconds after giving up before one lookup asks again; a reply brings the LLM back, a failure
+gives up for another cool-down (a long-lived adapter outlives a short outage)."""
 TIMEOUT = 30.0
 """Seconds ``argus augment --kb-llm openai:...`` waits for one reply unless ``--llm-timeout``
 says otherwise (a reply is one short line; synthesis waits 120)."""
@@ -129,12 +136,15 @@ class LLMKnowledge:
         cache: A folder (or :class:`CallCache`) that keeps every reply; ``None`` keeps them in
             memory only.
         max_tokens: Longest reply.
-        give_up_after: Failed lookups in a row after which it stops asking (:data:`GIVE_UP_AFTER`).
+        give_up_after: Lookups in a row the server failed after which it stops asking
+            (:data:`GIVE_UP_AFTER`).
+        cool_down: Seconds after giving up before one lookup asks again (:data:`COOL_DOWN`).
 
     Attributes:
         calls: Requests sent so far (retries included, cached replies not).
         failures: Lookups whose call failed so far.
-        gave_up: Why it stopped asking (``""`` while it asks).
+        gave_up: Why it stopped asking (``""`` while it asks, and again once a lookup after the
+            cool-down got a reply).
     """
 
     def __init__(
@@ -144,9 +154,14 @@ class LLMKnowledge:
         *,
         max_tokens: int = 32,
         give_up_after: int = GIVE_UP_AFTER,
+        cool_down: float = COOL_DOWN,
     ) -> None:
         if give_up_after < 1:
             raise ArgusInputError(f"give_up_after must be at least 1, got {give_up_after}")
+        if not cool_down >= 0:
+            raise ArgusInputError(f"cool_down must be at least 0 seconds, got {cool_down}")
+        self.cool_down = cool_down
+        self._ask_again_at = 0.0
         self.llm = llm
         self.cache = cache if isinstance(cache, CallCache) or cache is None else CallCache(cache)
         self.max_tokens = max_tokens
@@ -168,8 +183,11 @@ class LLMKnowledge:
         return self._passages.get(passage_id)
 
     def knows(self, surface: str) -> bool:
-        """Any name may be asked (a form with at least two letters), until it gave up."""
-        return not self.gave_up and sum(c.isalpha() for c in surface) >= 2
+        """Any name may be asked (a form with at least two letters), except while it has given
+        up and the cool-down has not passed."""
+        if self.gave_up and time.monotonic() < self._ask_again_at:
+            return False
+        return sum(c.isalpha() for c in surface) >= 2
 
     def take_usage(self) -> KnowledgeUsage:
         """What the lookups did since the last call (the remedy adds it to its stats)."""
@@ -215,20 +233,29 @@ class LLMKnowledge:
         calls = reply.attempts if asked else 0
         self.calls += calls
         self._usage.calls += calls
-        if reply.ok:
+        if reply.ok or not reply.server_failed:  # the server answered: the run of failures ends
+            if self.gave_up and asked:
+                logger.warning("LLM knowledge: %r answers again; asking again", self.llm)
+                self.gave_up = ""
             self._in_a_row = 0
+        if reply.ok:
             return
         self.failures += 1
-        self._in_a_row += 1
         error = f"{surface!r}: {reply.error}"
         self._usage.failures += 1
         self._usage.last_error = error
+        if not reply.server_failed:
+            logger.info("LLM knowledge: lookup failed (not the server's failure): %s", error)
+            return
+        self._in_a_row += 1
         logger.info("LLM knowledge: lookup %d in a row failed: %s", self._in_a_row, error)
         if self._in_a_row >= self.give_up_after:
             self.gave_up = (
                 f"stopped asking {self.llm!r} after {self._in_a_row} failed lookups in a row "
-                f"(the last: {error}); the run goes on without LLM knowledge"
+                f"(the last: {error}); the run goes on without LLM knowledge, and asks again "
+                f"{self.cool_down:g} s later"
             )
+            self._ask_again_at = time.monotonic() + self.cool_down
             self._usage.gave_up = self.gave_up
             logger.warning("LLM knowledge: %s", self.gave_up)
 
