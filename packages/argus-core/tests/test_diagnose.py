@@ -337,3 +337,22 @@ def test_ner_processes_is_a_setting_of_argus_and_the_cli(diagnoser, minilm):
     assert argus_settings(args)["ner_processes"] == 3
     with pytest.raises(SystemExit):
         build_parser().parse_args(["augment", "c.jsonl", "--out", "o", "--ner-processes", "0"])
+
+
+def test_a_closed_diagnoser_leaves_no_ner_thread_behind(minilm, ner, diagnoser):
+    """Issue 54: the thread NER runs in beside the pass was never shut down: a diagnoser dropped
+    by a long-lived owner left it waiting for work for the life of the process."""
+    import threading
+
+    from argus_ir.diagnose import Diagnoser
+
+    before = set(threading.enumerate())
+    with Diagnoser(minilm, diagnoser.probe, ner) as fresh:
+        (diag,) = fresh.diagnose([DOC])
+        ner = [t for t in set(threading.enumerate()) - before if t.name.startswith("argus-ner")]
+        assert len(ner) == 1 and ner[0].is_alive()  # NER ran beside the pass, in its thread
+    assert not ner[0].is_alive()
+    # closed, it can still be used: the thread starts again, and close() ends it again
+    assert fresh.diagnose([DOC])[0].entities == diag.entities
+    fresh.close()
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("argus-ner")]

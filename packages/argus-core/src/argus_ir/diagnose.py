@@ -180,6 +180,9 @@ class Diagnoser:
             in the same call when the mention backend has worker processes, beside it in a
             thread when not.
 
+    Its owner ends the NER thread and the mention backend's worker processes with
+    :meth:`close` (or a ``with`` block) when done with it.
+
     Raises:
         ProbeMismatchError: The probe was trained for another retriever, dim or pooling.
     """
@@ -317,6 +320,23 @@ class Diagnoser:
                 scores = np.empty(0)
             out.append(Diagnosis(doc_id, self._group(mentions, scores), self.tau, enc.doc_vector))
         return out
+
+    def close(self) -> None:
+        """End the thread NER runs in beside the pass (after the NER under way; a batch started
+        and not yet finished is cancelled) and the mention backend's worker processes, where it
+        has them. The diagnoser stays usable: a later call starts them again."""
+        thread, self._ner_thread = self._ner_thread, None
+        if thread is not None:
+            thread.shutdown(wait=True, cancel_futures=True)
+        close = getattr(self.mentions, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> Diagnoser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_ner_thread": None}
