@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from argus_ir._optional import require
-from argus_ir.batching import models_read
+from argus_ir.batching import CANARY, models_read
 from argus_ir.diagnose import readable_text
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
@@ -151,18 +151,47 @@ class ArgusMentionFinder:
         return batch.append_column(MENTIONS_COLUMN, pa.array(column, type=pa.string()))
 
     def _extract(self, texts: list[str]) -> list[list[Mention] | None]:
-        """Mentions per text; where the batch fails, text by text (None: this text failed)."""
+        """Mentions per text; where the batch fails, text by text (None: this text failed, and
+        the GPU actor meets it as the single process does).
+
+        Raises:
+            RuntimeError: Every text fails alone and so does :data:`~argus_ir.batching.CANARY`:
+                NER is broken on this actor (spaCy, its model), not the documents, as the single
+                process tells them apart.
+        """
         mentions = self.diagnoser.mentions
         try:
             return list(mentions.extract(texts))
         except Exception:
             out: list[list[Mention] | None] = []
+            first: Exception | None = None
             for text in texts:
                 try:
                     out.append(mentions.extract([text])[0])
-                except Exception:
+                except Exception as exc:
+                    first = first or exc
                     out.append(None)
+        if first is None:
             return out
+        if all(found is None for found in out) and not self._reads_canary():
+            raise RuntimeError(
+                f"NER on this CPU actor fails on every text, {CANARY!r} too, so its spaCy or "
+                f"pipeline is broken: {type(first).__name__}: {first}"
+            ) from first
+        failed = sum(found is None for found in out)
+        logger.warning(
+            "NER failed on %d of %d texts on this CPU actor (first: %s: %s); the GPU actors "
+            "read them",
+            failed, len(out), type(first).__name__, first,
+        )  # fmt: skip
+        return out
+
+    def _reads_canary(self) -> bool:
+        try:
+            self.diagnoser.mentions.extract([CANARY])
+        except Exception:
+            return False
+        return True
 
 
 def check_gpus_per_worker(gpus_per_worker: float) -> float:
