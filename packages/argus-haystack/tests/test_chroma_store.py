@@ -4,12 +4,12 @@ originals read back although Chroma takes only ``==`` on ids."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 import pytest
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.errors import FilterError
 
@@ -127,22 +127,24 @@ class _EqOnlyStore(InMemoryDocumentStore):
         return super().filter_documents(filters)
 
 
-def test_ids_are_read_one_by_one_and_a_failure_is_logged(caplog):
+def test_ids_are_read_one_by_one_and_a_failure_raises():
+    """A store that takes only ``==`` is asked id by id; an id whose read fails raises an error
+    naming the store (issue 54: a failed read is not a deleted original), sync and async, and an
+    id read without failure that finds nothing is what drops a source."""
     store = _EqOnlyStore()
     store.write_documents([Document(id="a", content="original a")])
     view = {"argus_view": "expansion"}
-    hits = [
-        Document(id="a#v", content="view a", meta={"argus_source_id": "a", **view}, score=0.9),
-        Document(id="x#v", content="view x", meta={"argus_source_id": "broken", **view}, score=0.8),
-    ]
+    a = Document(id="a#v", content="view a", meta={"argus_source_id": "a", **view}, score=0.9)
+    gone = Document(id="g#v", content="view g", meta={"argus_source_id": "g", **view}, score=0.8)
+    broken = {"argus_source_id": "broken", **view}
+    hits = [a, Document(id="x#v", content="view x", meta=broken, score=0.8)]
     collapser = ArgusCollapser(document_store=store)
-    with caplog.at_level(logging.WARNING):
-        got = collapser.run(documents=hits)["documents"]
-    # the source whose original cannot be read is dropped: a view never stands in for it
-    assert [(d.id, d.content) for d in got] == [("a", "original a")]
-    assert "RuntimeError" in caplog.text and "'broken'" in caplog.text
-    assert "dropped 1 source" in caplog.text
-    assert asyncio.run(collapser.run_async(documents=hits))["documents"] == got
+    with pytest.raises(DocumentStoreError, match=r"_EqOnlyStore.*RuntimeError: disk gone"):
+        collapser.run(documents=hits)
+    with pytest.raises(DocumentStoreError, match=r"_EqOnlyStore.*RuntimeError: disk gone"):
+        asyncio.run(collapser.run_async(documents=hits))
+    got = collapser.run(documents=[a, gone])["documents"]
+    assert [(d.id, d.content) for d in got] == [("a", "original a")]  # g: read, not found
 
 
 def test_get_documents_by_id_is_used_when_the_store_has_it():

@@ -2,7 +2,9 @@
 
 Not every store takes every filter: chroma-haystack takes only ``==`` on ids. A batch is asked
 with one ``in`` filter (or ``get_documents_by_id``), and value by value with ``==`` when the store
-refuses it. :func:`twin_store` finds the live store a pipeline's other components hold.
+refuses it. A read that fails raises (naming the store): only a read that succeeds and finds
+nothing may leave a value out. :func:`twin_store` finds the live store a pipeline's other
+components hold.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from haystack import Document
+from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
 __all__ = ["aread", "read", "twin_store"]
@@ -29,12 +32,24 @@ def read(store: Any, field: str, values: Sequence[str]) -> dict[str, list[Docume
         values: The values asked for.
 
     Returns:
-        For each value that matched, its entries. A value whose read failed is logged and left
-        out.
+        For each value that matched, its entries.
+
+    Raises:
+        DocumentStoreError: A read failed (the store is down, say); the message names the store.
     """
     wanted = list(dict.fromkeys(values))
     if not wanted:
         return {}
+    try:
+        return _read(store, field, wanted)
+    except Exception as exc:
+        raise DocumentStoreError(
+            f"could not read from {type(store).__name__} the entries whose {field} is one of "
+            f"{len(wanted)} value(s) ({type(exc).__name__}: {exc}); nothing was left out for it"
+        ) from exc
+
+
+def _read(store: Any, field: str, wanted: list[str]) -> dict[str, list[Document]]:
     by_id = getattr(store, "get_documents_by_id", None)
     if field == "id" and callable(by_id):
         try:
@@ -52,19 +67,9 @@ def read(store: Any, field: str, values: Sequence[str]) -> dict[str, list[Docume
             exc,
         )
     found: dict[str, list[Document]] = {}
-    for value in wanted:
-        try:
-            one = {"field": field, "operator": "==", "value": value}
-            found.update(_group(store.filter_documents(filters=one), field, [value]))
-        except Exception as exc:  # one value must not sink the rest
-            logger.warning(
-                "could not read %s == %r from %s (%s: %s)",
-                field,
-                value,
-                type(store).__name__,
-                type(exc).__name__,
-                exc,
-            )
+    for value in wanted:  # a failed read raises: its value is not known to be gone
+        one = {"field": field, "operator": "==", "value": value}
+        found.update(_group(store.filter_documents(filters=one), field, [value]))
     return found
 
 
