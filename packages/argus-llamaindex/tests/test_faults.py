@@ -34,6 +34,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from argus_ir.errors import StoreReadError
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 from argus_ir.testing import SCENARIO
 from argus_ir.testing.postgres import PostgresServer, postgres_server, private_postgres_server
@@ -79,10 +80,10 @@ def test_item_5_server_stopped_between_search_and_fetch_raises_naming_the_store(
         post = ArgusPostprocessor(top_k=2, index=index)
 
         pg.stop()
-        with pytest.raises(RuntimeError, match=f"PGVectorStore.*{TABLE}") as raised:
+        with pytest.raises(StoreReadError, match=f"PGVectorStore.*{TABLE}") as raised:
             post.postprocess_nodes(hits)
         assert "retry" in str(raised.value)
-        with pytest.raises(RuntimeError, match=f"PGVectorStore.*{TABLE}"):
+        with pytest.raises(StoreReadError, match=f"PGVectorStore.*{TABLE}"):
             asyncio.run(post.apostprocess_nodes(hits))
 
         pg.start()

@@ -7,7 +7,13 @@ a traceback.
 
 from __future__ import annotations
 
-__all__ = ["ArgusError", "ArgusInputError", "MissingExtraError", "ProbeMismatchError"]
+__all__ = [
+    "ArgusError",
+    "ArgusInputError",
+    "MissingExtraError",
+    "ProbeMismatchError",
+    "StoreReadError",
+]
 
 
 class ArgusError(Exception):
@@ -24,3 +30,9 @@ class ProbeMismatchError(ArgusError):
 
 class MissingExtraError(ArgusError, ImportError):
     """An optional backend is not installed; the message names the extra to install."""
+
+
+class StoreReadError(ArgusError, RuntimeError):
+    """A store failed to return the originals a query needs (an outage, a store error): the
+    query fails rather than answer without those sources, as a read that failed says nothing
+    about whether they exist. The message names the store; the store's error is the cause."""

@@ -32,18 +32,13 @@ from argus_ir.collapse import (
     source_id_of,
     warn_refused,
 )
-from argus_ir.errors import ArgusError, ArgusInputError
+from argus_ir.errors import ArgusInputError, StoreReadError
 from argus_ir.lineage import SOURCE_KEY
 from langchain_argus._scores import hint, relevance_per_cosine
 
 __all__ = ["ArgusRetriever", "StoreReadError", "collapse_documents"]
 
 logger = logging.getLogger(__name__)
-
-
-class StoreReadError(ArgusError):
-    """The store failed to return the originals a query needs (an outage, a store error): the
-    query fails rather than answer without those sources. The message names the store."""
 
 
 def collapse_documents(

@@ -20,6 +20,7 @@ from argus_ir.collapse import (
     resolve_sources,
     warn_refused,
 )
+from argus_ir.errors import StoreReadError
 from argus_llamaindex._scores import SCORES, relevance_of
 
 __all__ = ["ArgusPostprocessor"]
@@ -44,7 +45,7 @@ class ArgusPostprocessor(BaseNodePostprocessor):
     cosine-equivalent relevance first (``scores``). Results carry their folded score on that scale.
 
     Raises:
-        RuntimeError: From ``postprocess_nodes``: an original outside the hits could not be read
+        StoreReadError: From ``postprocess_nodes`` (a ``RuntimeError``): an original outside the hits could not be read
             (the message names the store and its table or collection; the store's exception is
             its cause).
 
@@ -208,7 +209,7 @@ class _Reads:
         for store, ids, exc in self.failed:
             unread = [i for i in ids if i not in fetched]
             if unread:
-                raise RuntimeError(
+                raise StoreReadError(
                     f"ArgusPostprocessor could not read the originals of {len(unread)} "
                     f"source(s) from {_name(store)}: {type(exc).__name__}: {exc} (ids: "
                     f"{', '.join(map(repr, unread))}). A failed read is not taken for a deleted "
