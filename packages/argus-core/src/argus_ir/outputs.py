@@ -33,6 +33,7 @@ from argus_ir.errors import ArgusInputError
 __all__ = [
     "check_output",
     "claim_output",
+    "hold_output",
     "lock_path",
     "resolved",
 ]
@@ -154,6 +155,31 @@ _HELD: dict[Path, int] = {}  # outputs this process holds the lock of, and how m
 
 
 @contextlib.contextmanager
+def hold_output(path: PathLike) -> Iterator[Path]:
+    """Hold ``path``'s lock, checking nothing (yields the resolved path): for a caller that must
+    read something under the lock before it knows how to check the path (whether an earlier run
+    on it was stopped while committing), then checks it with :func:`claim_output` inside.
+
+    Raises:
+        ArgusInputError: Another process holds the lock (the message names it).
+    """
+    target = resolved(path)
+    if target in _HELD:  # held already by this process (a command, then its library function)
+        _HELD[target] += 1
+        try:
+            yield target
+        finally:
+            _HELD[target] -= 1
+        return
+    with _locked(target, str(path)):
+        _HELD[target] = 1
+        try:
+            yield target
+        finally:
+            del _HELD[target]
+
+
+@contextlib.contextmanager
 def claim_output(path: PathLike, **check: object) -> Iterator[Path]:
     """Hold ``path``'s lock and check it again (:func:`check_output`, same arguments) under it.
 
@@ -163,22 +189,9 @@ def claim_output(path: PathLike, **check: object) -> Iterator[Path]:
         ArgusInputError: Another process holds the lock (the message names it), or
             :func:`check_output` refuses the path now.
     """
-    target = resolved(path)
-    if target in _HELD:  # claimed again by the library function a command calls
+    with hold_output(path) as target:
         check_output(path, **check)  # type: ignore[arg-type]
-        _HELD[target] += 1
-        try:
-            yield target
-        finally:
-            _HELD[target] -= 1
-        return
-    with _locked(target, str(path)):
-        check_output(path, **check)  # type: ignore[arg-type]
-        _HELD[target] = 1
-        try:
-            yield target
-        finally:
-            del _HELD[target]
+        yield target
 
 
 @contextlib.contextmanager

@@ -157,12 +157,11 @@ def run(args: argparse.Namespace) -> int:
     """Augment ``corpus`` into ``--out`` (or, with ``--dry-run``, only count what it would add)."""
     import contextlib
 
-    from argus_ir.outputs import claim_output
-    from argus_ir.runners.checkpoint import finishing, load_checkpoint
+    from argus_ir.outputs import hold_output
+    from argus_ir.runners.checkpoint import load_checkpoint, may_replace
     from argus_ir.runners.stream import (
         check_paths,
         checkpoint_path,
-        corpus_file,
         scan_corpus,
         stats_file_for,
     )
@@ -185,24 +184,18 @@ def run(args: argparse.Namespace) -> int:
         )
     out = None if args.dry_run else args.out
     stats = stats_file_for(args.out, args.stats)
-    # a run stopped while it committed its output: what it wrote is its own, the rerun finishes
-    own = not args.no_resume and finishing(out)
-    overwrite = args.overwrite or own
-    check_paths(corpus, out, stats, overwrite=overwrite, cli=True)  # before any model loads
+    resume = not args.no_resume
+    # a first look, before any lock is taken or folder made: a run stopped while it committed
+    # owns OUT and the stats file its checkpoint recorded; decided again under the lock
+    out_ok, stats_ok = may_replace(out, stats, overwrite=args.overwrite, resume=resume)
+    check_paths(corpus, out, stats, overwrite=out_ok, stats_overwrite=stats_ok, cli=True)
     ckpt = None if out is None else checkpoint_path(out)
-    state = None if ckpt is None or args.no_resume else load_checkpoint(ckpt)
-    total = scan_corpus(corpus)  # every record checked before any work
-    claim = (
-        contextlib.nullcontext()
-        if out is None
-        else claim_output(
-            out,
-            flag="--out",
-            taken={"the input corpus": corpus_file(corpus)},
-            overwrite=overwrite,
-        )
-    )
+    claim = contextlib.nullcontext() if out is None else hold_output(out)
     with claim:  # a second run on --out stops here, before loading its models
+        out_ok, stats_ok = may_replace(out, stats, overwrite=args.overwrite, resume=resume)
+        check_paths(corpus, out, stats, overwrite=out_ok, stats_overwrite=stats_ok, cli=True)
+        state = None if ckpt is None or not resume else load_checkpoint(ckpt)
+        total = scan_corpus(corpus)  # every record checked before any work
         return _augment_locally(args, corpus, stats, state, ckpt, total)
 
 

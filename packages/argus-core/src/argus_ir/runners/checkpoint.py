@@ -4,7 +4,9 @@ A run writing ``out`` holds ``out.lock`` (:func:`argus_ir.outputs.claim_output`)
 ``out.partial`` and ``out.partial.docs``, and records after each batch how far it got in
 ``out.checkpoint.json``: documents done, a running digest of them, the byte lengths of the
 partial files, the stats so far and the settings card. A later run with the same settings and
-corpus resumes from there; anything else stops with a message saying what differs.
+corpus resumes from there; anything else stops with a message saying what differs. The
+checkpoint also records the run's stats file: a rerun of a run stopped while it committed may
+replace ``out`` and that file, and nothing else (:func:`may_replace`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ __all__ = [
     "kb_llm_cache_path",
     "load_checkpoint",
     "lock_path",
+    "may_replace",
+    "recorded_stats",
     "save_checkpoint",
     "stats_file_for",
 ]
@@ -128,15 +132,51 @@ def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
 
 def finishing(out: str | os.PathLike[str] | None) -> bool:
     """Whether ``out``'s run wrote every batch and was stopped while it committed them: its
-    checkpoint says ``finishing``. The stats file and ``out`` that such a run may have written
-    already are its own, so the same command finishes the commit instead of refusing them."""
+    checkpoint says ``finishing``. Read it only while holding ``out``'s lock
+    (:func:`argus_ir.outputs.hold_output`): without it, the run may complete meanwhile."""
+    return bool(_finishing_state(out))
+
+
+def _finishing_state(out: str | os.PathLike[str] | None) -> dict[str, Any] | None:
     if out is None:
-        return False
+        return None
     try:
         state = load_checkpoint(checkpoint_path(out))
     except ArgusInputError:
-        return False  # a damaged checkpoint is reported where the run reads it
-    return bool(state and state.get("finishing") is True)
+        return None  # a damaged checkpoint is reported where the run reads it
+    return state if state and state.get("finishing") is True else None
+
+
+def recorded_stats(stats: str | os.PathLike[str] | None) -> str | None:
+    """How a checkpoint records the run's stats file (:func:`may_replace`): resolved."""
+    return None if stats is None else str(resolved(stats))
+
+
+def may_replace(
+    out: str | os.PathLike[str] | None,
+    stats: str | os.PathLike[str] | None,
+    *,
+    overwrite: bool,
+    resume: bool = True,
+) -> tuple[bool, bool]:
+    """Whether the run may replace an existing ``out``, and an existing ``stats`` file.
+
+    With ``overwrite``, both. Else a run on ``out`` that wrote every batch and was stopped while
+    it committed them (:func:`finishing`) owns what it may have written already: ``out``, and
+    the stats file its checkpoint recorded, and no other (a ``stats`` the rerun names that the
+    stopped run never wrote is an existing file like any other). Read it only while holding
+    ``out``'s lock (:func:`argus_ir.outputs.hold_output`), so a run that completes meanwhile
+    hands no permission to the next.
+    """
+    if overwrite:
+        return True, True
+    state = _finishing_state(out) if resume else None
+    if state is None:
+        return False, False
+    recorded = state.get("stats_path")
+    return True, stats is not None and isinstance(recorded, str) and recorded == recorded_stats(
+        stats
+    )
 
 
 def _check_settings(path: Path, state: Mapping[str, Any], card: Mapping[str, Any]) -> None:
@@ -208,6 +248,7 @@ def check_paths(
     stats: str | os.PathLike[str] | None,
     *,
     overwrite: bool = False,
+    stats_overwrite: bool | None = None,
     cli: bool = False,
 ) -> None:
     """Refuse an ``out`` or stats file :func:`argus_ir.outputs.check_output` refuses: either one the
@@ -215,6 +256,8 @@ def check_paths(
     ``overwrite``, or the stats file one of the run's other files.
 
     Args:
+        overwrite: Replace an existing ``out`` (and stats file, unless ``stats_overwrite``).
+        stats_overwrite: Replace an existing stats file (default: ``overwrite``).
         cli: Name the paths by their options (``--out``, ``--stats``) in messages.
     """
     out_flag, stats_flag = ("--out", "--stats") if cli else ("out", "stats_path")
@@ -239,7 +282,8 @@ def check_paths(
         # written last, so a folder that takes no file is refused now, before any work (out's
         # own folder is tried by its lock, before any model loads)
         elsewhere = out is None or resolved(stats).parent != resolved(out).parent
-        check_output(stats, flag=stats_flag, taken=taken, overwrite=overwrite, writable=elsewhere)
+        replace = overwrite if stats_overwrite is None else stats_overwrite
+        check_output(stats, flag=stats_flag, taken=taken, overwrite=replace, writable=elsewhere)
 
 
 def _any(folder: Path) -> bool:

@@ -39,7 +39,7 @@ from argus_ir.documents import Document, iter_documents
 from argus_ir.errors import ArgusInputError
 from argus_ir.io import atomic_path, json_text, naming_file
 from argus_ir.lineage import VIEW_KEY
-from argus_ir.outputs import claim_output
+from argus_ir.outputs import claim_output, hold_output
 from argus_ir.pipeline import Argus
 from argus_ir.remedy import RemedyStats
 from argus_ir.remedy.texts import VIEW_ID, VIEW_UUID
@@ -53,9 +53,10 @@ from argus_ir.runners.checkpoint import (
     check_paths,
     checkpoint_path,
     corpus_file,
-    finishing,
     load_checkpoint,
     lock_path,
+    may_replace,
+    recorded_stats,
     save_checkpoint,
     stats_file_for,
 )
@@ -162,7 +163,9 @@ def augment_file(
         settings: What to record as the stats file's ``settings`` (default: the settings card).
         dry_run: Diagnose and look up only: count flags, projected views and LLM calls.
         resume: Continue an interrupted run's checkpoint (``False``: discard it and start over).
-        overwrite: Replace an existing ``out`` and stats file (else they are refused).
+        overwrite: Replace an existing ``out`` and stats file (else they are refused; a run
+            stopped while it committed may replace ``out`` and the stats file its checkpoint
+            recorded, read under ``OUT.lock``, so the same call finishes it).
         total: The corpus's record count for the progress bar, when known (:func:`scan_corpus`);
             else counted where that is cheap (:func:`count_records`).
         show_progress: Override ``argus.show_progress``.
@@ -176,43 +179,49 @@ def augment_file(
         raise ArgusInputError("an output path is required unless this is a dry run")
     out_path = None if out is None else Path(out)
     stats_file = stats_file_for(out_path, stats_path)
-    # a run stopped while it committed: OUT and the stats file it may have written are its own
-    overwrite = overwrite or (resume and not dry_run and finishing(out_path))
     card = argus.settings_card()
     described = dict(settings) if settings is not None else card
     source = {"the input corpus": corpus_file(Path(corpus))}
-    # --stats is claimed for the whole run too: a run on another --out cannot write it meanwhile
-    stats_claim = (
-        contextlib.nullcontext()
-        if stats_file is None
-        else claim_output(
-            stats_file,
-            flag="stats_path",
-            taken={**source, "out": out_path},
-            overwrite=overwrite,
-        )
-    )
     if dry_run:
-        with stats_claim:
+        with _stats_claim(stats_file, source, out_path, overwrite):
             check_paths(corpus, None, stats_file, overwrite=overwrite)
             total = count_records(corpus) if total is None else total
             return _dry_run(argus, corpus, out_path, stats_file, described, total, show_progress)
     assert out_path is not None
-    with claim_output(out_path, flag="out", taken=source, overwrite=overwrite), stats_claim:
-        check_paths(corpus, out_path, stats_file, overwrite=overwrite)
-        total = count_records(corpus) if total is None else total
-        return _run(
-            argus,
-            corpus,
-            out_path,
-            stats_file,
-            card,
-            described,
-            total,
-            resume,
-            show_progress,
-            overwrite,
-        )
+    # OUT's lock first: whether an earlier run on OUT was stopped while it committed (and so owns
+    # OUT and the stats file its checkpoint recorded) is read under it, where it cannot change
+    with hold_output(out_path):
+        out_ok, stats_ok = may_replace(out_path, stats_file, overwrite=overwrite, resume=resume)
+        with (
+            claim_output(out_path, flag="out", taken=source, overwrite=out_ok),
+            _stats_claim(stats_file, source, out_path, stats_ok),
+        ):
+            check_paths(corpus, out_path, stats_file, overwrite=out_ok, stats_overwrite=stats_ok)
+            total = count_records(corpus) if total is None else total
+            return _run(
+                argus,
+                corpus,
+                out_path,
+                stats_file,
+                card,
+                described,
+                total,
+                resume,
+                show_progress,
+                (out_ok, stats_ok),
+            )
+
+
+def _stats_claim(
+    stats_file: Path | None, source: Mapping[str, Path], out: Path | None, overwrite: bool
+) -> contextlib.AbstractContextManager[object]:
+    """The stats file claimed for the whole run: a run on another ``out`` cannot write it
+    meanwhile."""
+    if stats_file is None:
+        return contextlib.nullcontext()
+    return claim_output(
+        stats_file, flag="stats_path", taken={**source, "out": out}, overwrite=overwrite
+    )
 
 
 def scan_corpus(corpus: str | os.PathLike[str]) -> int:
@@ -300,7 +309,7 @@ def _run(
     total: int | None,
     resume: bool,
     show_progress: bool | None,
-    overwrite: bool = False,
+    overwrite: tuple[bool, bool] = (False, False),
 ) -> StreamSummary:
     partial, rows_file = _partial_paths(out)
     ckpt_file = checkpoint_path(out)
@@ -319,6 +328,12 @@ def _run(
         }
     else:
         _check_settings(ckpt_file, state, card)
+    # the stats file this run checked and may write: the one a rerun may replace (may_replace)
+    recorded = recorded_stats(stats_file)
+    if state.get("finishing") and state.get("stats_path") != recorded:
+        state["stats_path"] = recorded
+        save_checkpoint(ckpt_file, state)
+    state["stats_path"] = recorded
     done = int(state["documents_done"])
     docs = _documents(corpus)
     digest = _skip_done(docs, done, str(state["digest"]), ckpt_file)
@@ -361,14 +376,15 @@ def _commit(
     settings: Mapping[str, Any],
     stats: RemedyStats,
     state: Mapping[str, Any],
-    overwrite: bool,
+    overwrite: tuple[bool, bool],
 ) -> None:
     """The end of a run, in steps a rerun can always finish: the stats file, ``OUT.partial`` to
     ``OUT``, then the partial stats rows and the checkpoint removed (last)."""
     partial, rows_file = _partial_paths(out)
     ckpt_file = checkpoint_path(out)
     if stats_file is not None and rows_file.is_file():  # rows gone: the stats were written
-        check_paths(corpus, out, stats_file, overwrite=overwrite)  # again, under its lock
+        out_ok, stats_ok = overwrite  # checked again, under its lock
+        check_paths(corpus, out, stats_file, overwrite=out_ok, stats_overwrite=stats_ok)
         _write_stats(stats_file, corpus, False, settings, stats, rows_file)
     if partial.is_file():
         os.replace(partial, out)
