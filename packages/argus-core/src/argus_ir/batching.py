@@ -2,8 +2,9 @@
 failing document kept apart from the rest, and NER a batch ahead of the retriever's pass where
 the two run apart (a GPU).
 
-A record of an earlier run's output, or one with no text (a title alone: nothing of the
-document to describe), gets an empty diagnosis and is not read. A document over ``max_chars``
+A record of an earlier run's output (:func:`earlier_output`: argus's own record, its lineage
+consistent), or one with no text (a title alone: nothing of the document to describe), gets an
+empty diagnosis and is not read. A document over ``max_chars``
 never reaches the models either: it is refused, and reported like a document that fails.
 """
 
@@ -12,18 +13,25 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 
 import numpy as np
 
 from argus_ir.diagnose import Diagnoser, Diagnosis, StartedDiagnosis, too_long
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
-from argus_ir.lineage import VIEW_KEY
+from argus_ir.runners.integration import has_lineage, is_argus_output
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CANARY", "diagnose_batch", "diagnosed", "earlier_output", "models_read"]
+__all__ = [
+    "CANARY",
+    "diagnose_batch",
+    "diagnosed",
+    "earlier_output",
+    "models_read",
+    "warn_rewritten",
+]
 
 CANARY = "Paris is the capital of France."
 """A text any working diagnosis reads (NER, retriever and probe all run): when each document of a
@@ -33,8 +41,27 @@ Failures = list[tuple[str, str]]
 
 
 def earlier_output(doc: Document) -> bool:
-    """Whether a record was written by an earlier run (it carries argus lineage in its metadata)."""
-    return VIEW_KEY in doc.metadata
+    """Whether a record was written by an earlier run, its lineage intact: a view whose id is the
+    one its lineage gives, or an original whose only lineage is its own
+    (:func:`~argus_ir.runners.integration.is_argus_output`, the adapters' rule). A record with any
+    other ``argus_*`` keys (a user's own ``argus_view``, a view copied under another id) is a
+    user's document: it is diagnosed, and written as an original with an original's lineage."""
+    return is_argus_output(doc.id, doc.metadata)
+
+
+def warn_rewritten(docs: list[Document]) -> None:
+    """Say which of the documents to diagnose came with ``argus_*`` keys (not argus's lineage, or
+    :func:`earlier_output` would have passed them through): they are diagnosed like any other,
+    and written with an original's lineage in place of those keys."""
+    rewritten = [d.id for d in docs if has_lineage(d.metadata)]
+    if rewritten:
+        logger.warning(
+            "%d record(s) carry argus_* metadata keys that are not a consistent argus lineage "
+            "(first: %r); they are diagnosed as documents and written as originals, those keys "
+            "replaced by an original's lineage",
+            len(rewritten),
+            rewritten[0],
+        )
 
 
 def models_read(
@@ -97,14 +124,17 @@ def diagnosed(
     *,
     failures: Failures | None = None,
     window_only: bool = False,
-) -> Iterator[tuple[list[Document], list[Diagnosis]]]:
+) -> Generator[tuple[list[Document], list[Diagnosis]], None, None]:
     """Each batch with its diagnoses (:func:`diagnose_batch`); ``loaded`` gives the diagnoser,
     asked for only once a batch comes (a stream with none loads no model).
 
     Where NER runs apart from the retriever's pass (:attr:`Diagnoser.ner_runs_apart`: a GPU),
     the next batch is read and handed to NER before this one's pass, so NER works a batch ahead
     and the card does not wait for it. An error of the input met while reading that next batch (a
-    repeated id, say) is raised once this batch is out, as it would be without the look-ahead.
+    repeated id, say) is raised once this batch is out, as it would be without the look-ahead. A
+    consumer that stops early (a ``break``, ``close()``, an error) stops the look-ahead with it:
+    once the generator is closed, no NER of a batch it started runs any more, and no further
+    batch is read.
     """
     stream = iter(batches)
     current = next(stream, None)
@@ -121,15 +151,18 @@ def diagnosed(
             )
         return
     started = _start(diagnoser, current, max_chars, window_only)
-    while current is not None:
-        error: Exception | None = None
-        following: list[Document] | None
-        try:
-            following = next(stream, None)
-        except Exception as exc:
-            following, error = None, exc
-        ahead = None if following is None else _start(diagnoser, following, max_chars, window_only)
-        try:
+    ahead: StartedDiagnosis | None = None
+    try:
+        while current is not None:
+            error: Exception | None = None
+            following: list[Document] | None
+            try:
+                following = next(stream, None)
+            except Exception as exc:
+                following, error = None, exc
+            ahead = (
+                None if following is None else _start(diagnoser, following, max_chars, window_only)
+            )
             diagnoses = diagnose_batch(
                 diagnoser,
                 current,
@@ -138,14 +171,17 @@ def diagnosed(
                 window_only=window_only,
                 started=started,
             )
-        except BaseException:
-            if ahead is not None:
-                ahead.cancel()
-            raise
-        yield current, diagnoses
-        if error is not None:
-            raise error
-        current, started = following, ahead
+            started = None  # finished
+            yield current, diagnoses
+            if error is not None:
+                raise error
+            current, started, ahead = following, ahead, None
+    finally:
+        # the consumer stopped (a break, close(), an error): the batch started ahead is not
+        # finished, so its NER is cancelled, or waited for where it already runs
+        for left in (started, ahead):
+            if left is not None:
+                left.cancel()
 
 
 def _start(

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Generator, Iterable, Iterator, Sized
+from contextlib import closing
 from dataclasses import dataclass, field, fields
 from itertools import islice
 from pathlib import Path
@@ -391,45 +392,52 @@ class Argus:
         stats = RemedyStats() if stats is None else stats
         vectors = self.embed if vectors is None else vectors
         batches = self._batches(documents, show_progress, total=total, done=done)
-        for batch, diagnoses in self._targeted(batches, pool, stats.failures):
-            stats.no_text += sum(1 for d in batch if not d.text.strip() and not earlier_output(d))
-            # records of an earlier run's output pass through as read: no views of views, and no
-            # second set of views for an original that already has its own
-            todo = [
-                (doc, d) for doc, d in zip(batch, diagnoses, strict=True) if not earlier_output(doc)
-            ]
-            views = apply_remedy(
-                [(doc.id, doc.index_text) for doc, _ in todo],
-                [d for _, d in todo],
-                self._get("kb"),
-                kind=self.remedy,
-                k_aug=self.k_aug,
-                context=self._get("context"),
-                llm=self._get("llm"),
-                prompt_version=self.prompt_version,
-                batch_size=len(batch),
-                stats=stats,
-                max_views=self.max_views,
-            )
-            grouped: dict[str, list[View]] = {}
-            for view in views:
-                grouped.setdefault(view.source_id, []).append(view)
-            for doc in batch:
-                if earlier_output(doc):
-                    grouped[doc.id] = [View(doc.id, doc.text, doc.metadata)]
-                    stats.passed_through += 1
-            entries = [
-                (doc, diagnosis, grouped[doc.id])
-                for doc, diagnosis in zip(batch, diagnoses, strict=True)
-            ]
-            yield with_vectors(self.embedder, entries, stats.failures) if vectors else entries
+        targeted = self._targeted(batches, pool, stats.failures)
+        with closing(targeted):  # a consumer that stops early stops the look-ahead with it
+            for batch, diagnoses in targeted:
+                stats.no_text += sum(
+                    1 for d in batch if not d.text.strip() and not earlier_output(d)
+                )
+                # records of an earlier run's output pass through as read: no views of views,
+                # and no second set of views for an original that already has its own
+                todo = [
+                    (doc, d)
+                    for doc, d in zip(batch, diagnoses, strict=True)
+                    if not earlier_output(doc)
+                ]
+                batching.warn_rewritten([doc for doc, _ in todo])
+                views = apply_remedy(
+                    [(doc.id, doc.index_text) for doc, _ in todo],
+                    [d for _, d in todo],
+                    self._get("kb"),
+                    kind=self.remedy,
+                    k_aug=self.k_aug,
+                    context=self._get("context"),
+                    llm=self._get("llm"),
+                    prompt_version=self.prompt_version,
+                    batch_size=len(batch),
+                    stats=stats,
+                    max_views=self.max_views,
+                )
+                grouped: dict[str, list[View]] = {}
+                for view in views:
+                    grouped.setdefault(view.source_id, []).append(view)
+                for doc in batch:
+                    if earlier_output(doc):
+                        grouped[doc.id] = [View(doc.id, doc.text, doc.metadata)]
+                        stats.passed_through += 1
+                entries = [
+                    (doc, diagnosis, grouped[doc.id])
+                    for doc, diagnosis in zip(batch, diagnoses, strict=True)
+                ]
+                yield with_vectors(self.embedder, entries, stats.failures) if vectors else entries
 
     def _targeted(
         self,
         batches: Iterable[list[Document]],
         pool: Iterable[DocumentLike] | None = None,
         failures: list[tuple[str, str]] | None = None,
-    ) -> Iterator[tuple[list[Document], list[Diagnosis]]]:
+    ) -> Generator[tuple[list[Document], list[Diagnosis]], None, None]:
         """Each batch with its diagnoses, flagged by the configured targeting.
 
         With ``targeting="corpus"`` batches are held back until the reach pool (the first
@@ -461,7 +469,8 @@ class Argus:
                 reach.add(self._diagnose(batch, None if failures is None else [], window_only))
                 if reach.full:
                     break
-        yield from targeting.scored_by_reach(diagnosed, reach)
+        with closing(diagnosed):
+            yield from targeting.scored_by_reach(diagnosed, reach)
 
     def plan(
         self,
@@ -474,15 +483,17 @@ class Argus:
         """Dry run: yield each document's diagnosis and how many views it would get (no LLM)."""
         stats = RemedyStats() if stats is None else stats
         batches = self._batches(documents, show_progress, total=total)
-        for _, diagnoses in self._targeted(batches, failures=stats.failures):
-            counts = plan_remedy(
-                diagnoses,
-                self._get("kb"),
-                kind=self.remedy,
-                k_aug=self.k_aug,
-                context=self._get("context"),
-                stats=stats,
-                max_views=self.max_views,
-            )
-            for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
-                yield diagnosis, n
+        targeted = self._targeted(batches, failures=stats.failures)
+        with closing(targeted):
+            for _, diagnoses in targeted:
+                counts = plan_remedy(
+                    diagnoses,
+                    self._get("kb"),
+                    kind=self.remedy,
+                    k_aug=self.k_aug,
+                    context=self._get("context"),
+                    stats=stats,
+                    max_views=self.max_views,
+                )
+                for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
+                    yield diagnosis, n

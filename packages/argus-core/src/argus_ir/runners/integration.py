@@ -59,6 +59,8 @@ __all__ = [
     "augment_records",
     "content_id",
     "has_lineage",
+    "is_argus_output",
+    "is_genuine_original",
     "is_genuine_view",
     "is_view",
     "original_lineage",
@@ -182,6 +184,22 @@ def is_genuine_view(doc_id: str | None, metadata: Mapping[str, Any] | None) -> b
     return str(doc_id) == view_id(key)
 
 
+def is_genuine_original(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a record is an original as argus writes one: its only lineage keys are
+    ``argus_view = "original"`` and its own id as ``argus_source_id`` (:func:`original_lineage`)."""
+    if doc_id is None:
+        return False
+    lineage = {k: v for k, v in (metadata or {}).items() if k in ARGUS_KEYS}
+    return lineage == original_lineage(str(doc_id))
+
+
+def is_argus_output(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a record is argus's own output with its lineage intact: a consistent view
+    (:func:`is_genuine_view`) or a consistent original (:func:`is_genuine_original`). Any other
+    record is a user's document, whatever ``argus_*`` keys it carries."""
+    return is_genuine_view(doc_id, metadata) or is_genuine_original(doc_id, metadata)
+
+
 def has_lineage(metadata: Mapping[str, Any] | None) -> bool:
     """Whether metadata carries any of argus's lineage keys."""
     return any(k in ARGUS_KEYS for k in metadata or {})
@@ -239,11 +257,6 @@ class _Selection:
         )
 
 
-def _own_original(metadata: Mapping[str, Any], doc_id: str) -> bool:
-    """Whether the only lineage a record brings is the one argus would give it anyway."""
-    return {k: v for k, v in metadata.items() if k in ARGUS_KEYS} == original_lineage(doc_id)
-
-
 def _select(records: Sequence[Record], trust_lineage: bool) -> _Selection:
     ids = [r.id if r.id is not None else content_id(r.text) for r in records]
     todo: list[int] = []
@@ -256,7 +269,7 @@ def _select(records: Sequence[Record], trust_lineage: bool) -> _Selection:
             trusted.add(pos)
             skipped.append((doc_id, "already an argus view"))
             continue
-        if has_lineage(record.metadata) and not _own_original(record.metadata, doc_id):
+        if has_lineage(record.metadata) and not is_genuine_original(doc_id, record.metadata):
             rewritten.append(doc_id)
         if record.text is None:
             skipped.append((doc_id, "no text content"))

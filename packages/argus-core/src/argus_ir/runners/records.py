@@ -26,6 +26,7 @@ from argus_ir.documents import Document
 from argus_ir.io import json_text
 from argus_ir.lineage import ARGUS_KEYS
 from argus_ir.remedy import View
+from argus_ir.runners.integration import is_argus_output
 
 __all__ = ["VECTOR_KEY", "json_line", "vector_values", "view_record"]
 
@@ -62,8 +63,9 @@ def vector_values(vector: np.ndarray | None) -> list[float] | None:
 def view_record(doc: Document, view: View, *, vectors: bool = False) -> dict[str, Any]:
     """One output line.
 
-    The document itself (an original, or a view of an earlier run passed through) is its record as
-    read, every key kept, with its lineage merged into the record's ``metadata``; a new view is
+    The document itself is its record as read, every key kept: a record of an earlier run passed
+    through as it came; an original with an original's lineage in its ``metadata``, in place of
+    any ``argus_*`` keys it came with (a user's own ``argus_view`` included); a new view is
     ``_id``, an empty title, its text, and the original's metadata (less any lineage) plus its own.
 
     Args:
@@ -73,6 +75,7 @@ def view_record(doc: Document, view: View, *, vectors: bool = False) -> dict[str
             has none). A record read with that key gets the new vector in its place.
     """
     own = doc.metadata
+    inherited = {k: v for k, v in own.items() if k not in ARGUS_KEYS}
     record: dict[str, Any]
     if view.id == doc.id:
         if not doc.record:  # built in memory, not read from a file
@@ -84,9 +87,10 @@ def view_record(doc: Document, view: View, *, vectors: bool = False) -> dict[str
             }
         else:
             record = dict(doc.record)
-            record["metadata"] = {**own, **view.metadata}
+            # passed through as read, or an original: any argus_* keys it came with replaced
+            passed = is_argus_output(doc.id, own)
+            record["metadata"] = own if passed else {**inherited, **view.metadata}
     else:
-        inherited = {k: v for k, v in own.items() if k not in ARGUS_KEYS}
         record = {
             "_id": view.id,
             "title": "",

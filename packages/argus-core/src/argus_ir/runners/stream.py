@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from argus_ir.batching import earlier_output
 from argus_ir.diagnose import Diagnosis
 from argus_ir.documents import Document, iter_documents
 from argus_ir.errors import ArgusInputError
@@ -258,13 +259,14 @@ _TAKEN = (
 
 
 def _bare_view_ids(corpus: str | os.PathLike[str]) -> set[str]:
-    """Ids of the form of a view id on records without lineage (an earlier run's views whose
-    metadata was dropped, or a user's own UUIDv5 ids): a new view never takes one. Read up to the
+    """Ids of the form of a view id on records that are not argus's own output (an earlier run's
+    views whose metadata was dropped or damaged, or a user's own UUIDv5 ids): a new view never
+    takes one. Read up to the
     first bad record: the run stops there, and reads it all when it resumes after the fix."""
     taken: set[str] = set()
     with contextlib.suppress(ArgusInputError):  # reported by file and line when the run reaches it
         docs = iter_corpus(corpus)
-        taken.update(d.id for d in docs if VIEW_UUID.fullmatch(d.id) and VIEW_KEY not in d.metadata)
+        taken.update(d.id for d in docs if VIEW_UUID.fullmatch(d.id) and not earlier_output(d))
     return taken
 
 
