@@ -169,3 +169,23 @@ def test_bad_settings_are_refused_at_construction():
         Argus(remedy="rewrite")
     with pytest.raises(ValueError, match="tau must lie in"):
         Argus(tau=1.5)
+
+
+def test_argus_close_ends_its_diagnosers_ner_thread(argus, expanded):
+    """Issue 54, item 15: the owner of a Diagnoser ends its NER thread; ``Argus.close()`` (which
+    ``argus augment`` calls when the run ends) is that owner's call. It stays usable."""
+
+    def ner_threads():  # this diagnoser's own (other modules' diagnosers may have theirs)
+        pool = argus.diagnoser._ner_thread
+        return [] if pool is None else list(pool._threads)
+
+    threads = ner_threads()
+    assert threads and all(t.is_alive() for t in threads), "NER ran beside the pass, in a thread"
+    argus.close()
+    assert not ner_threads() and not any(t.is_alive() for t in threads)
+    assert [v.text for v in argus.augment(CORPUS[:1])] == [
+        v.text for v in expanded[0] if v.metadata["argus_source_id"] == expanded[0][0].id
+    ]
+    threads = ner_threads()
+    argus.close()
+    assert not any(t.is_alive() for t in threads)

@@ -58,9 +58,9 @@ DEFAULT_BATCH_SIZE = 256
 """Documents per streamed batch: the retriever's passes pack well from about 256 documents (with
 64, ingest took about a third longer on SciFact, mostly in half-empty padded passes)."""
 FIRST_BATCH = 1
-"""Documents in the first streamed batch (then ``batch_size``): the first record comes out once the
-models load and one document is through (a first batch of 16 took 1.4 s on two cores, mostly the
-retriever's first passes at new shapes; one takes 0.5 s). Batching never changes the output."""
+"""Documents in the first streamed batch (then ``batch_size``): the first record comes out once one
+document is through (a first batch of 16 took 1.4 s on two cores, one 0.5 s). Batching never
+changes the output."""
 
 
 @dataclass
@@ -264,9 +264,13 @@ class Argus:
 
     @property
     def embedder(self) -> IndexEmbedder:
-        """The :class:`~argus_ir.vectors.IndexEmbedder` that gives index vectors (loads the
-        retriever)."""
+        """The :class:`~argus_ir.vectors.IndexEmbedder` of index vectors (loads the retriever)."""
         return cast(IndexEmbedder, self._get("embedder"))
+
+    def close(self) -> None:
+        """End the NER thread and workers of a loaded diagnoser (a later call starts them)."""
+        if "diagnoser" in self._loaded:
+            self._loaded["diagnoser"].close()
 
     @property
     def reference_kb(self) -> KnowledgeBase:
@@ -339,12 +343,8 @@ class Argus:
     def augment(
         self, documents: Iterable[DocumentLike], *, stats: RemedyStats | None = None
     ) -> Iterator[View]:
-        """Yield every original, each followed by its support views.
-
-        Args:
-            documents: The corpus (streamed; any iterable).
-            stats: Filled in as batches go by (pass one to read it afterwards).
-        """
+        """Yield every original of ``documents`` (streamed; any iterable), each followed by its
+        support views; ``stats``, when given, is filled in as batches go by."""
         for _, views in self.process(documents, stats=stats):
             yield from views
 

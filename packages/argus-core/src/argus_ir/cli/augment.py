@@ -254,6 +254,8 @@ def _augment_locally(
                 file=sys.stderr,
             )
         raise
+    finally:
+        argus.close()  # the NER thread and workers end with the run
     _print_summary(args, summary)
     return 0
 
