@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import multiprocessing
 import os
+import re
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -352,6 +353,6 @@ def test_the_cleaner_deletes_only_stale_entries_and_wants_an_overwriting_writer(
     pipe.add_component("writer", DocumentWriter(document_store=store))  # policy: the store's
     pipe.connect("cleaner.documents", "writer.documents")
     store.write_documents([stored[1]])
-    with pytest.raises(PipelineRuntimeError, match="policy=DuplicatePolicy.OVERWRITE"):
+    with pytest.raises(PipelineRuntimeError, match=re.escape("policy=DuplicatePolicy.OVERWRITE")):
         pipe.run({"cleaner": {"documents": incoming}})
     assert sorted(d.id for d in store.filter_documents()) == ["a", "a-v1", "b"]
