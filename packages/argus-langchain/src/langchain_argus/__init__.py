@@ -6,6 +6,9 @@
   document per source.
 - :class:`ArgusEmbeddings`: with ``ArgusDocumentTransformer(embed=True)``, the store's embeddings
   answered from the vectors argus computed (``transformer.embeddings(base)``): embed once.
+- :class:`ArgusDocstore`: a ``BaseStore`` over the vector store's ``get_by_ids``, for
+  ``MultiVectorRetriever`` and ``ParentDocumentRetriever``: no second copy of the originals, and a
+  view maps to its original only when the original carries its metadata.
 - :func:`collapse_documents`: the folding, for scored hits you already have.
 - :func:`index_sources` and :func:`delete_sources`: LangChain's ``index()`` and a record
   manager, for argus output: a rerun is a no-op, and a delete stopped half-way is put right.
@@ -13,6 +16,7 @@
   documents' metadata and a BM25 retriever that uses it plus a per-query sketch.
 """
 
+from langchain_argus.docstore import ArgusDocstore
 from langchain_argus.embeddings import ArgusEmbeddings
 from langchain_argus.lifecycle import delete_sources, index_sources
 from langchain_argus.retriever import ArgusRetriever, StoreReadError, collapse_documents
@@ -20,6 +24,7 @@ from langchain_argus.sira import SiraEnricher, SiraRetriever
 from langchain_argus.transformer import ArgusDocumentTransformer
 
 __all__ = [
+    "ArgusDocstore",
     "ArgusDocumentTransformer",
     "ArgusEmbeddings",
     "ArgusRetriever",

@@ -1,0 +1,333 @@
+"""argus beside LangChain's own parent-document patterns, with the real retrievers on real stores.
+
+``MultiVectorRetriever`` and ``ParentDocumentRetriever`` (langchain-classic) read their parents
+through :class:`~langchain_argus.ArgusDocstore` from the vector store they search: PostgreSQL +
+pgvector (langchain-postgres's ``PGVector``) and Chroma on disk. Two orders:
+
+- argus first: argus's output (originals and views) is what the pattern indexes; a hit on a view
+  (or on a child chunk of one) reaches the docstore as the view's key and is mapped to its
+  original under the scope rule;
+- the pattern first: ``MultiVectorRetriever``'s sub-documents (child chunks pointing at their
+  parent by ``doc_id``) go through argus, whose views copy that ``doc_id``.
+
+Each query of the film/city set must give its document at rank 1, and no returned context may
+be a view's text. The forged-lineage cases of issue 47 (``test_stores.py``) run through the
+docstore: 0 leaks, 0 lifts; the naive combination (``id_key="argus_source_id"`` over a second
+store of originals) leaks and lifts on the same cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_classic.retrievers import MultiVectorRetriever, ParentDocumentRetriever
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import InMemoryStore
+from langchain_core.vectorstores import VectorStore
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
+from argus_ir.testing import SCENARIO
+from argus_ir.testing.postgres import postgres_server
+from langchain_argus import ArgusDocstore, ArgusDocumentTransformer
+
+pytestmark = pytest.mark.filterwarnings("ignore:Relevance scores must be between")
+
+HITS = 10  # search_kwargs["k"]: MultiVectorRetriever counts hits, not documents
+
+# the film/city query set of conftest.py, each with the document it is about
+EXPECTED = {
+    SCENARIO.query: "film-1",
+    "a physicist whose notebooks are still radioactive": "sci-1",
+    "the debate about quantum mechanics between two physicists": "sci-2",
+    "a German baroque composer of church cantatas": "music-2",
+    "the Egyptian queen and the Roman general": "hist-1",
+    "a city in a Himalayan valley with cool spring air": "geo-2",
+    "the Brazilian footballer who scored a thousand goals": "sport-1",
+    "a ferry from an island off Tanzania": "geo-1",
+    "Bogie filming in India": "film-1",
+    "tourists in the old town of a Moroccan city": "film-3",
+    "a film festival premiere of a restored print": "film-2",
+    "a treaty signed in haste": "hist-2",
+}
+
+
+def _children() -> RecursiveCharacterTextSplitter:
+    return RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=0)
+
+
+# stores: a fresh one per test ------------------------------------------------------------------
+
+
+def _chroma(path: Path, embeddings: Embeddings) -> tuple[VectorStore, Callable[[], None]]:
+    import chromadb
+    from chromadb.api.client import SharedSystemClient
+    from langchain_chroma import Chroma
+
+    store = Chroma(
+        collection_name="argus",
+        client=chromadb.PersistentClient(path=str(path)),
+        embedding_function=embeddings,
+        collection_metadata={"hnsw:space": "cosine"},
+    )
+    return store, SharedSystemClient.clear_system_cache
+
+
+def _pgvector(path: Path, embeddings: Embeddings) -> tuple[VectorStore, Callable[[], None]]:
+    from langchain_postgres import PGVector
+
+    name = "pd_" + hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:20]
+    url = postgres_server().database(name).sqlalchemy_url("psycopg")
+    store = PGVector(embeddings=embeddings, collection_name="argus", connection=url, use_jsonb=True)
+    return store, store._engine.dispose
+
+
+def _async_twin(store: Any) -> VectorStore:
+    """The async twin of a store: Chroma serves both; a PGVector built on a sync engine serves
+    only sync calls, so an async PGVector over the same database (one event loop per run)."""
+    if getattr(store, "async_mode", None) is not False:
+        return store
+    from langchain_postgres import PGVector
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    url = store._engine.url.render_as_string(hide_password=False)
+    return PGVector(
+        embeddings=store.embeddings,
+        collection_name=store.collection_name,
+        connection=create_async_engine(url, poolclass=NullPool),
+        use_jsonb=True,
+    )
+
+
+STORES = {"chroma": _chroma, "pgvector": _pgvector}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request, tmp_path: Path, embeddings: Embeddings) -> Iterator[VectorStore]:
+    opened, close = STORES[request.param](tmp_path / "store", embeddings)
+    yield opened
+    close()
+
+
+# checks ----------------------------------------------------------------------------------------
+
+
+def _names(scenario_ids: dict[str, str]) -> dict[str, str]:
+    return {doc_id: name for name, doc_id in scenario_ids.items()}
+
+
+def _check_queries(
+    retriever: MultiVectorRetriever, twin: MultiVectorRetriever, scenario_ids: dict[str, str]
+) -> int:
+    """Every query of the set, sync and async: the right document at rank 1, each document once,
+    and every context an original's text. Returns the rank-1 count."""
+    names, texts = _names(scenario_ids), {text for _, text in SCENARIO.documents}
+    right = 0
+    for query, want in EXPECTED.items():
+        found = retriever.invoke(query)
+        assert asyncio.run(twin.ainvoke(query)) == found, query
+        assert all(d.page_content in texts for d in found), query  # no view text
+        assert all(d.metadata.get(VIEW_KEY, "original") == "original" for d in found), query
+        assert len({d.id for d in found}) == len(found), query
+        right += [names.get(d.id or "") for d in found[:1]] == [want]
+    return right
+
+
+# argus first -----------------------------------------------------------------------------------
+
+
+def test_multivector_retriever_over_argus_output(store, augmented, scenario_ids):
+    """argus's originals and views added through the docstore; MultiVectorRetriever maps a hit
+    on a view to the view's key, which the docstore reads as its original."""
+    docstore = ArgusDocstore(store)
+    docstore.mset([(d.id or "", d) for d in augmented])
+    twin = _async_twin(store)
+
+    def retriever(vectorstore: VectorStore) -> MultiVectorRetriever:
+        return MultiVectorRetriever(
+            vectorstore=vectorstore,
+            docstore=ArgusDocstore(vectorstore),
+            search_kwargs={"k": HITS},
+        )
+
+    assert _check_queries(retriever(store), retriever(twin), scenario_ids) == len(EXPECTED)
+
+
+def test_parent_document_retriever_splits_argus_output(store, augmented, scenario_ids):
+    """argus's originals and views are ParentDocumentRetriever's parents (under their own ids):
+    it splits each into children and writes the parents into the same store through the
+    docstore; a child of a view reaches its source's original."""
+    retriever = ParentDocumentRetriever(
+        vectorstore=store,
+        docstore=ArgusDocstore(store),
+        child_splitter=_children(),
+        search_kwargs={"k": HITS},
+    )
+    retriever.add_documents(list(augmented), ids=[d.id or "" for d in augmented])
+    twin = _async_twin(store)
+    async_retriever = retriever.model_copy(
+        update={"vectorstore": twin, "docstore": ArgusDocstore(twin)}
+    )
+    assert _check_queries(retriever, async_retriever, scenario_ids) == len(EXPECTED)
+
+
+# the pattern first -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chunked(
+    transformer: ArgusDocumentTransformer, scenario_ids: dict[str, str]
+) -> tuple[list[Document], list[Document]]:
+    """The scenario's documents as MultiVectorRetriever's parents, and their child chunks (each
+    with its parent's ``doc_id``) through argus: the chunks as originals, then their views."""
+    parents = [
+        Document(text, id=scenario_ids[name], metadata={"lang": "en", "name": name})
+        for name, text in SCENARIO.documents
+    ]
+    chunks = []
+    for parent in parents:
+        for i, chunk in enumerate(_children().split_documents([parent])):
+            chunk_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{parent.id}/{i}"))
+            meta = {**chunk.metadata, "doc_id": parent.id}
+            chunks.append(chunk.model_copy(update={"id": chunk_id, "metadata": meta}))
+    return parents, list(transformer.transform_documents(chunks))
+
+
+def test_multivector_retriever_with_argus_views_of_its_chunks(store, chunked, scenario_ids):
+    """Views of the child chunks copy the chunk's ``doc_id``: MultiVectorRetriever maps them
+    straight to the parent, and the docstore serves the parent from the same store."""
+    parents, children = chunked
+    views = [d for d in children if d.metadata[VIEW_KEY] != "original"]
+    assert views and all(v.metadata["doc_id"] for v in views)
+    store.add_documents(children, ids=[d.id or "" for d in children])
+    ArgusDocstore(store).mset([(p.id or "", p) for p in parents])
+    twin = _async_twin(store)
+
+    def retriever(vectorstore: VectorStore) -> MultiVectorRetriever:
+        return MultiVectorRetriever(
+            vectorstore=vectorstore,
+            docstore=ArgusDocstore(vectorstore),
+            search_kwargs={"k": HITS},
+        )
+
+    assert _check_queries(retriever(store), retriever(twin), scenario_ids) == len(EXPECTED)
+
+
+# issue 47's forged lineage, through the docstore -----------------------------------------------
+
+PAYROLL = "Quarterly payroll export for the finance team, March."
+SUMMARY = "A summary of the payroll export, with one line per department."
+LISBON = "cheap flights to Lisbon in December"
+FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
+
+
+def _tenant_b(victim: str) -> tuple[list[Document], list[Document]]:
+    """test_stores.py's cases: what tenant b sends through the ingest step (a forged view, a
+    user's own ``argus_view``) and what it writes straight into the store (a forged view)."""
+    forged = {"tenant": "b", SOURCE_KEY: victim, VIEW_KEY: "expansion"}
+    ingest = [
+        Document(id=str(uuid.uuid4()), page_content=PAYROLL, metadata=forged),
+        Document(
+            id=str(uuid.uuid4()),
+            page_content=SUMMARY,
+            metadata={"tenant": "b", VIEW_KEY: "summary"},
+        ),
+    ]
+    direct = [Document(id=str(uuid.uuid4()), page_content=LISBON, metadata=dict(forged))]
+    return ingest, direct
+
+
+def _count(
+    retriever: Callable[[dict[str, Any]], MultiVectorRetriever], victim: str, victim_text: str
+) -> tuple[int, int, int]:
+    """Over the forged queries: leaks (the victim, or its text, in tenant b's filtered results),
+    lifts (the victim at rank 1 of an unfiltered query) and results of b's not b's."""
+    leaks = lifts = foreign = 0
+    for search in ({"filter": {"tenant": "b"}}, {}):
+        for query in FORGED_QUERIES:
+            found = retriever(search).invoke(query)
+            if search:
+                leaks += any(d.id == victim or d.page_content == victim_text for d in found)
+                foreign += sum(d.metadata.get("tenant") != "b" for d in found)
+            else:
+                lifts += [d.id for d in found[:1]] == [victim]
+    return leaks, lifts, foreign
+
+
+@pytest.mark.parametrize("pattern", ["multivector", "parent-document"])
+def test_forged_lineage_through_the_docstore(pattern, store, augmented, transformer, scenario_ids):
+    """Issue 47's cases through ArgusDocstore: a view of tenant b naming tenant a's document
+    brings it into none of b's filtered results and lifts it in no unfiltered query; b's own
+    document with a look-alike ``argus_view`` is served. The same cases with the naive docstore
+    (``id_key="argus_source_id"``, originals kept in a second store) leak and lift."""
+    victim = scenario_ids[SCENARIO.target]
+    victim_text = next(d.page_content for d in augmented if d.id == victim)
+    ingest, direct = _tenant_b(victim)
+    through = list(transformer.transform_documents(ingest))
+    docstore = ArgusDocstore(store)
+    if pattern == "multivector":
+        docstore.mset([(d.id or "", d) for d in [*augmented, *through, *direct]])
+
+        def retriever(search: dict[str, Any]) -> MultiVectorRetriever:
+            return MultiVectorRetriever(
+                vectorstore=store, docstore=docstore, search_kwargs={"k": 3, **search}
+            )
+    else:
+        parents = [*augmented, *through, *direct]
+        ParentDocumentRetriever(
+            vectorstore=store, docstore=docstore, child_splitter=_children()
+        ).add_documents(parents, ids=[d.id or "" for d in parents])
+
+        def retriever(search: dict[str, Any]) -> MultiVectorRetriever:
+            return ParentDocumentRetriever(
+                vectorstore=store,
+                docstore=docstore,
+                child_splitter=_children(),
+                search_kwargs={"k": 3, **search},
+            )
+
+    assert _count(retriever, victim, victim_text) == (0, 0, 0)
+    summary = retriever({"filter": {"tenant": "b"}}).invoke(SUMMARY)
+    assert [d.page_content for d in summary[:1]] == [SUMMARY]  # a look-alike key hides nothing
+
+    if pattern == "multivector":  # the naive combination, on the same store and cases
+        originals = InMemoryStore()
+        originals.mset([(d.id or "", d) for d in augmented if d.metadata[VIEW_KEY] == "original"])
+
+        def naive(search: dict[str, Any]) -> MultiVectorRetriever:
+            return MultiVectorRetriever(
+                vectorstore=store,
+                docstore=originals,
+                id_key=SOURCE_KEY,
+                search_kwargs={"k": 3, **search},
+            )
+
+        leaks, lifts, _ = _count(naive, victim, victim_text)
+        assert leaks > 0 and lifts > 0
+
+
+# the example -----------------------------------------------------------------------------------
+
+
+def test_the_parent_documents_example_runs():
+    """examples/langchain_parent_documents.py, run as a user runs it."""
+    script = Path(__file__).resolve().parents[3] / "examples" / "langchain_parent_documents.py"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(line.split(":", 1) for line in proc.stdout.splitlines() if ":" in line)
+    assert lines["without argus"].split()[0] != "film-1", proc.stdout
+    assert lines["with argus"].split()[0] == "film-1", proc.stdout
