@@ -24,6 +24,7 @@ from haystack_integrations.components.augmenters.argus.kb import (
     kb_to_dict,
     store_kb,
 )
+from haystack_integrations.components.rankers.argus._splits import SPLIT_KEYS
 
 __all__ = ["ArgusAugmenter"]
 
@@ -39,16 +40,20 @@ class ArgusAugmenter:
     Place it before the document embedder. Every input document comes out in ``documents`` as a
     copy whose meta gains its lineage (``argus_source_id``: its own id, ``argus_view``:
     ``"original"``), followed by its views (new documents whose ``meta["argus_source_id"]`` names
-    their source). Folding then reads lineage, never how a store reports ids. The lineage keys are
-    not embedded (``SentenceTransformersDocumentEmbedder`` embeds only the meta fields you name).
-    Documents without text pass through with their lineage and no views. Lineage is argus's to
-    write: ``argus_*`` meta keys an input brings are replaced (it is an original like any other,
-    counted in ``stats["lineage_rewritten"]``), unless ``trust_lineage=True`` and it is a
-    consistent argus view, which then passes through as it came. A document whose views could not be built is still
-    passed through and also listed in ``failed_documents`` (a copy whose meta holds
-    ``argus_error``). ``stats`` counts what was done. At query time, put :class:`ArgusCollapser`
-    after the retriever; to replace or delete a document with its views, see
-    :class:`ArgusSourceCleaner`.
+    their source). Folding then reads lineage, never how a store reports ids. A view has its
+    original's meta but for the keys Haystack's splitters write to place a piece of a document
+    (``__parent_id``, ``__children_ids``, ``__level``, ``__block_size``, ``source_id``,
+    ``split_id``, ``split_idx_start``, ``_split_overlap``): a view is no piece of its original,
+    and ``AutoMergingRetriever`` or ``SentenceWindowRetriever`` would read it as one. The lineage
+    keys are not embedded (``SentenceTransformersDocumentEmbedder`` embeds only the meta fields
+    you name). Documents without text pass through with their lineage and no views. Lineage is
+    argus's to write: ``argus_*`` meta keys an input brings are replaced (it is an original like
+    any other, counted in ``stats["lineage_rewritten"]``), unless ``trust_lineage=True`` and it
+    is a consistent argus view, which then passes through as it came. A document whose views
+    could not be built is still passed through and also listed in ``failed_documents`` (a copy
+    whose meta holds ``argus_error``). ``stats`` counts what was done. At query time, put
+    :class:`ArgusCollapser` after the retriever; to replace or delete a document with its views,
+    see :class:`ArgusSourceCleaner`.
 
     With ``embed=True`` the document embedder is not needed: every document that comes out
     carries its ``embedding``, the retriever's vector of exactly the string
@@ -331,7 +336,8 @@ class ArgusAugmenter:
                 out.append(doc)
             else:
                 view = entry.view
-                out.append(Document(id=view.id, content=view.text, meta=view.metadata))
+                meta = {k: v for k, v in view.metadata.items() if k not in SPLIT_KEYS}
+                out.append(Document(id=view.id, content=view.text, meta=meta))
         return out
 
     def _outputs(

@@ -26,6 +26,7 @@ from haystack_integrations.components.rankers.argus._scores import (
     pgvector_reading,
     relevance_of,
 )
+from haystack_integrations.components.rankers.argus._splits import POSITION_KEYS
 from haystack_integrations.components.rankers.argus._stores import aread, read, twin_store
 
 __all__ = ["ArgusCollapser"]
@@ -60,9 +61,14 @@ class ArgusCollapser:
     ``run`` too, and hits ordered against the function read are refused.
 
     Boundaries: a view folds into its source only when the source's original carries the view's
-    meta (lineage keys aside), so a view that passed the retriever's filters never brings in a
-    document those filters exclude; a view that fails the test is not folded and is logged
-    (``docs/adapters.md``, "Boundaries").
+    meta (lineage keys aside, and the keys Haystack's splitters write to place a piece, with
+    ``page_number``: a view carries none of them), so a view that passed the retriever's filters
+    never brings in a document those filters exclude; a view that fails the test is not folded
+    and is logged (``docs/adapters.md``, "Boundaries").
+
+    When argus ran over the pieces that ``AutoMergingRetriever`` or ``SentenceWindowRetriever``
+    widen (leaves, splits), put the collapser before them, so that they see originals only
+    (``docs/haystack.md``, "Combining with AutoMergingRetriever / SentenceWindowRetriever").
 
     Usage:
         >>> from haystack_integrations.components.rankers.argus import ArgusCollapser
@@ -240,6 +246,7 @@ class ArgusCollapser:
             how=self.how,
             top_k=k,
             view_discount=self.view_discount,
+            ignore_keys=POSITION_KEYS,  # where a split sits: a view has none of its original's
             keep_orphans=self.document_store is None,
         )
 
