@@ -55,10 +55,14 @@ class ArgusTransform(TransformComponent):
     source document: the original's ``SOURCE`` relationship or, for a node without one (a document
     given without a splitter), the node itself, which its copy then names as its own source too.
     So ``index.delete_ref_doc(doc_id)`` and a pipeline's docstore upsert remove a document (or its
-    chunks) with its views, with or without a splitter (see ``docs/llamaindex.md``). At query time
-    add :class:`~argus_llamaindex.ArgusPostprocessor`. Lineage is argus's to write: ``argus_*``
-    keys an input brings are replaced (counted in ``last_stats["lineage_rewritten"]``), unless
-    ``trust_lineage=True`` and it is a consistent argus view, which passes through as it came.
+    chunks) with its views, with or without a splitter (see ``docs/llamaindex.md``). A view has
+    no other relationship (no ``PARENT``, ``CHILD``, ``NEXT`` or ``PREVIOUS``), and a node with
+    children (``HierarchicalNodeParser``'s upper levels) gets no views: its leaves do. At query
+    time add :class:`~argus_llamaindex.ArgusPostprocessor` (under a retriever that merges or
+    follows hits, :class:`~argus_llamaindex.ArgusRetriever`). Lineage is argus's to write:
+    ``argus_*`` keys an input brings are replaced (counted in
+    ``last_stats["lineage_rewritten"]``), unless ``trust_lineage=True`` and it is a consistent
+    argus view, which passes through as it came.
 
     With ``embed=True`` every node it returns that has text (not an ``ImageNode``) carries its
     ``embedding``: the retriever's vector of exactly the string LlamaIndex embeds for it,
@@ -207,6 +211,7 @@ class ArgusTransform(TransformComponent):
         result = augment_records(
             self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
         )
+        _name_parents(nodes, result)
         out = self._finish(nodes, result)
         return self._embed(nodes, out, result, show) if self.embed else out
 
@@ -216,6 +221,7 @@ class ArgusTransform(TransformComponent):
         result = await aaugment_records(
             self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
         )
+        _name_parents(nodes, result)
         out = self._finish(nodes, result)
         if self.embed:
             out = await asyncio.to_thread(self._embed, nodes, out, result, show)
@@ -314,5 +320,32 @@ def _embeds_text(node: BaseNode) -> bool:
     return _text(node) is not None and not isinstance(node, ImageNode)
 
 
+_PARENT = "a parent node: its children carry its text, and their views its entities"
+
+
+def _is_parent(node: BaseNode) -> bool:
+    """Whether a node has children (``HierarchicalNodeParser``'s upper levels).
+
+    Such a node gets no views: a view has no ``CHILD`` relationship, so ``get_leaf_nodes`` would
+    take a view of a parent for a leaf and index it, and a hit on it would bring the parent in
+    beside its own leaves (or beside the merge ``AutoMergingRetriever`` builds from them). The
+    leaves are diagnosed, and their views fold into them.
+    """
+    return bool(node.relationships.get(NodeRelationship.CHILD))
+
+
 def _records(nodes: Sequence[BaseNode]) -> list[Record]:
-    return [Record(node.node_id, _text(node), node.metadata) for node in nodes]
+    """What argus reads of each node; a parent is read as having no text (no views)."""
+    return [
+        Record(node.node_id, None if _is_parent(node) else _text(node), node.metadata)
+        for node in nodes
+    ]
+
+
+def _name_parents(nodes: Sequence[BaseNode], result: AugmentResult) -> None:
+    """Say why a parent node with text passed through without views (``last_stats["skipped"]``)."""
+    parents = {node.node_id for node in nodes if _is_parent(node) and _text(node)}
+    if parents:
+        result.skipped = [
+            (doc_id, _PARENT if doc_id in parents else reason) for doc_id, reason in result.skipped
+        ]
