@@ -2,7 +2,9 @@
 
 ``AutoMergingRetriever`` over ``HierarchicalDocumentSplitter``'s trees (leaves searched, parents
 read from a second store), and ``SentenceWindowRetriever`` over ``DocumentSplitter``'s numbered
-splits, on PostgreSQL + pgvector and Chroma on disk. Two orders for each:
+splits, on PostgreSQL + pgvector and Qdrant in local mode (chroma-haystack cannot serve
+``SentenceWindowRetriever``: Chroma refuses the one-condition ``$or`` it sends). Two orders for
+each:
 
 - argus after splitting: the augmenter runs over the leaves (or the splits), so each view names a
   leaf as its source. The collapser folds views into their leaf *before* the native step, which
@@ -155,8 +157,8 @@ def queries(augmented) -> dict[str, list[float]]:
 
 @pytest.fixture(params=["qdrant", "pgvector"])
 def store(request, tmp_path: Path, monkeypatch) -> Iterator[Callable[[str], Any]]:
-    """Opens a store of the parametrised kind by name (a Chroma collection in the test's folder,
-    or a pgvector table in the test's own database)."""
+    """Opens a store of the parametrised kind by name (a Qdrant collection in a folder of the
+    test's, or a pgvector table in the test's own database)."""
     if request.param == "pgvector":
         name = "pd_" + hashlib.sha1(str(tmp_path).encode(), usedforsecurity=False).hexdigest()[:20]
         monkeypatch.setenv(PG_ENV, postgres_server().database(name).url)
