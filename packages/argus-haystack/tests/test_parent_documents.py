@@ -40,7 +40,7 @@ from haystack.components.retrievers import AutoMergingRetriever, SentenceWindowR
 from haystack.utils import Secret
 
 from argus_ir.lineage import ARGUS_KEYS
-from argus_ir.testing import SCENARIO
+from argus_ir.testing import SCENARIO, SCENARIO_QUERIES
 from argus_ir.testing.postgres import postgres_server
 from haystack_integrations.components.rankers.argus import ArgusCollapser
 from haystack_integrations.components.rankers.argus._splits import SPLIT_KEYS
@@ -55,21 +55,7 @@ FETCH = 10  # hits the retriever returns
 TOP_K = 5  # sources the collapser returns
 PG_ENV = "PG_CONN_STR"
 
-# the film/city query set of the adapters' tests, each with the document it is about
-EXPECTED = {
-    SCENARIO.query: "film-1",
-    "a physicist whose notebooks are still radioactive": "sci-1",
-    "the debate about quantum mechanics between two physicists": "sci-2",
-    "a German baroque composer of church cantatas": "music-2",
-    "the Egyptian queen and the Roman general": "hist-1",
-    "a city in a Himalayan valley with cool spring air": "geo-2",
-    "the Brazilian footballer who scored a thousand goals": "sport-1",
-    "a ferry from an island off Tanzania": "geo-1",
-    "Bogie filming in India": "film-1",
-    "tourists in the old town of a Moroccan city": "film-3",
-    "a film festival premiere of a restored print": "film-2",
-    "a treaty signed in haste": "hist-2",
-}
+EXPECTED = SCENARIO_QUERIES  # the film/city query set, each with the document it is about
 TEXTS = dict(SCENARIO.documents)
 
 

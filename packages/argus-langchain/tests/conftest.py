@@ -9,23 +9,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from argus_ir.testing import SCENARIO, minilm_path
+from argus_ir.testing import SCENARIO, SCENARIO_QUERIES, minilm_path
 from langchain_argus import ArgusDocumentTransformer
 
-_QUERIES = (
-    SCENARIO.query,
-    "a physicist whose notebooks are still radioactive",
-    "the debate about quantum mechanics between two physicists",
-    "a German baroque composer of church cantatas",
-    "the Egyptian queen and the Roman general",
-    "a city in a Himalayan valley with cool spring air",
-    "the Brazilian footballer who scored a thousand goals",
-    "a ferry from an island off Tanzania",
-    "Bogie filming in India",
-    "tourists in the old town of a Moroccan city",
-    "a film festival premiere of a restored print",
-    "a treaty signed in haste",
-)
+_QUERIES = tuple(SCENARIO_QUERIES)
 
 # UUID ids: Qdrant takes only UUIDs or unsigned integers as point ids
 _UUIDS = {

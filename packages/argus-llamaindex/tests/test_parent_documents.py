@@ -63,27 +63,13 @@ from sqlalchemy.pool import NullPool
 
 from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
-from argus_ir.testing import SCENARIO
+from argus_ir.testing import SCENARIO, SCENARIO_QUERIES
 from argus_ir.testing.postgres import postgres_server
 from argus_llamaindex import ArgusPostprocessor, ArgusRetriever, ArgusTransform
 
 HITS = 10  # similarity_top_k of the vector retriever under each pattern
 
-# the film/city query set of the adapters' parent-document tests, each with its document
-EXPECTED = {
-    SCENARIO.query: "film-1",
-    "a physicist whose notebooks are still radioactive": "sci-1",
-    "the debate about quantum mechanics between two physicists": "sci-2",
-    "a German baroque composer of church cantatas": "music-2",
-    "the Egyptian queen and the Roman general": "hist-1",
-    "a city in a Himalayan valley with cool spring air": "geo-2",
-    "the Brazilian footballer who scored a thousand goals": "sport-1",
-    "a ferry from an island off Tanzania": "geo-1",
-    "Bogie filming in India": "film-1",
-    "tourists in the old town of a Moroccan city": "film-3",
-    "a film festival premiere of a restored print": "film-2",
-    "a treaty signed in haste": "hist-2",
-}
+EXPECTED = SCENARIO_QUERIES  # the film/city query set, each with the document it is about
 
 
 # stores: a fresh one per test ------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 - :data:`SCENARIO`: one small corpus, one query and the document argus must rescue; every
   framework's end-to-end test indexes the same corpus and asks the same query.
+- :data:`SCENARIO_QUERIES`: twelve film, city and other queries over that corpus, each with the
+  document it is about.
 - :class:`AdapterContract`: the behaviour every adapter promises, as pytest tests; a framework's
   test suite subclasses it and implements a few hooks.
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
@@ -18,6 +20,7 @@ from argus_ir.testing.reference import cosine_reference
 from argus_ir.testing.scenario import (
     LEAD_QUERIES,
     SCENARIO,
+    SCENARIO_QUERIES,
     STORE_KB_DOCUMENT,
     STORE_KB_ENTRIES,
     Scenario,
@@ -28,6 +31,7 @@ from argus_ir.testing.scenario import (
 __all__ = [
     "LEAD_QUERIES",
     "SCENARIO",
+    "SCENARIO_QUERIES",
     "STORE_KB_DOCUMENT",
     "STORE_KB_ENTRIES",
     "AdapterContract",

@@ -18,7 +18,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LEAD_QUERIES", "SCENARIO", "Scenario", "lead_documents", "minilm_path"]
+__all__ = [
+    "LEAD_QUERIES",
+    "SCENARIO",
+    "SCENARIO_QUERIES",
+    "Scenario",
+    "lead_documents",
+    "minilm_path",
+]
 
 _DISTRACTORS = (
     ("film-3", "Casablanca's old medina is crowded with tourists every summer."),
@@ -100,6 +107,24 @@ STORE_KB_ENTRIES: tuple[tuple[str, str, dict[str, str]], ...] = (
 STORE_KB_DOCUMENT = ("t1", "Anna Berg fixed the Quarkon firmware in Vienna.")
 """The document whose "Quarkon" the store answers (``wiki-7``); Vienna and Anna Berg it does not
 know by name."""
+
+
+SCENARIO_QUERIES = {
+    SCENARIO.query: "film-1",
+    "a physicist whose notebooks are still radioactive": "sci-1",
+    "the debate about quantum mechanics between two physicists": "sci-2",
+    "a German baroque composer of church cantatas": "music-2",
+    "the Egyptian queen and the Roman general": "hist-1",
+    "a city in a Himalayan valley with cool spring air": "geo-2",
+    "the Brazilian footballer who scored a thousand goals": "sport-1",
+    "a ferry from an island off Tanzania": "geo-1",
+    "Bogie filming in India": "film-1",
+    "tourists in the old town of a Moroccan city": "film-3",
+    "a film festival premiere of a restored print": "film-2",
+    "a treaty signed in haste": "hist-2",
+}
+"""The film/city query set over :data:`SCENARIO`'s documents, each with the document it is about
+(the adapters' store and parent-document tests)."""
 
 
 LEAD_QUERIES = (
