@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -364,20 +361,3 @@ def test_views_carry_no_split_keys(corpora):
     for view in corpora["tree-before"].views:
         assert view.meta["doc"] == view.meta["argus_source_id"]
         assert not set(SPLIT_KEYS) & set(view.meta)
-
-
-# the example -------------------------------------------------------------------------------------
-
-
-def test_the_parent_documents_example_runs():
-    """examples/haystack_parent_documents.py, run as a user runs it."""
-    script = Path(__file__).resolve().parents[3] / "examples" / "haystack_parent_documents.py"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = dict(line.split(":", 1) for line in proc.stdout.splitlines() if ":" in line)
-    assert lines["without argus"].split()[0] != "film-1", proc.stdout
-    assert lines["with argus"].split()[0] == "film-1", proc.stdout
-    assert lines["contexts are originals"].strip() == "True", proc.stdout

@@ -23,7 +23,7 @@ from haystack.components.writers import DocumentWriter
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret
 
-from argus_ir.testing import SCENARIO, cosine_reference
+from argus_ir.testing import FORGED, SCENARIO, cosine_reference
 from argus_ir.testing.postgres import postgres_server
 from haystack_integrations.components.augmenters.argus import (
     ArgusSourceCleaner,
@@ -375,10 +375,8 @@ def test_defect_4_pgvector_l2_distance_ranks_as_cosine(augmented, monkeypatch, t
 
 
 # Tenant b's documents: each of the forged ones names the target (tenant a's document) as source.
-PAYROLL = "Quarterly payroll export for the finance team, March."
-SUMMARY = "A summary of the payroll export, with one line per department."
-LISBON = "cheap flights to Lisbon in December"
-FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
+PAYROLL, SUMMARY, LISBON = FORGED.payroll, FORGED.summary, FORGED.lisbon
+FORGED_QUERIES = FORGED.queries
 TENANT_B = {"field": "meta.tenant", "operator": "==", "value": "b"}
 
 

@@ -4,12 +4,14 @@ the shared scenario corpus augmented once for the store tests."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from argus_ir.testing import SCENARIO, SCENARIO_QUERIES, minilm_path
+from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
+from argus_ir.testing import FORGED, SCENARIO, SCENARIO_QUERIES, minilm_path
 from langchain_argus import ArgusDocumentTransformer
 
 _QUERIES = tuple(SCENARIO_QUERIES)
@@ -75,3 +77,25 @@ def transformer() -> ArgusDocumentTransformer:
 def augmented(transformer: ArgusDocumentTransformer) -> list[Document]:
     """The scenario corpus through the transformer: originals, then their views (one run)."""
     return list(transformer.transform_documents(scenario_documents()))
+
+
+@pytest.fixture(scope="session")
+def tenant_b() -> Callable[[str], tuple[list[Document], list[Document]]]:
+    """Issue 47's forged-lineage cases for a victim document of tenant a: what tenant b sends
+    through the ingest step (a forged view, a user's own ``argus_view``) and what it writes
+    straight into the store (a forged view)."""
+
+    def cases(victim: str) -> tuple[list[Document], list[Document]]:
+        forged = {"tenant": "b", SOURCE_KEY: victim, VIEW_KEY: "expansion"}
+        ingest = [
+            Document(id=str(uuid.uuid4()), page_content=FORGED.payroll, metadata=forged),
+            Document(
+                id=str(uuid.uuid4()),
+                page_content=FORGED.summary,
+                metadata={"tenant": "b", VIEW_KEY: "summary"},
+            ),
+        ]
+        direct = [Document(id=str(uuid.uuid4()), page_content=FORGED.lisbon, metadata=dict(forged))]
+        return ingest, direct
+
+    return cases

@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,7 +34,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
-from argus_ir.testing import SCENARIO, SCENARIO_QUERIES
+from argus_ir.testing import FORGED, SCENARIO, SCENARIO_QUERIES
 from argus_ir.testing.postgres import postgres_server
 from langchain_argus import ArgusDocstore, ArgusDocumentTransformer
 
@@ -212,26 +209,8 @@ def test_multivector_retriever_with_argus_views_of_its_chunks(store, chunked, sc
 
 # issue 47's forged lineage, through the docstore -----------------------------------------------
 
-PAYROLL = "Quarterly payroll export for the finance team, March."
-SUMMARY = "A summary of the payroll export, with one line per department."
-LISBON = "cheap flights to Lisbon in December"
-FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
-
-
-def _tenant_b(victim: str) -> tuple[list[Document], list[Document]]:
-    """test_stores.py's cases: what tenant b sends through the ingest step (a forged view, a
-    user's own ``argus_view``) and what it writes straight into the store (a forged view)."""
-    forged = {"tenant": "b", SOURCE_KEY: victim, VIEW_KEY: "expansion"}
-    ingest = [
-        Document(id=str(uuid.uuid4()), page_content=PAYROLL, metadata=forged),
-        Document(
-            id=str(uuid.uuid4()),
-            page_content=SUMMARY,
-            metadata={"tenant": "b", VIEW_KEY: "summary"},
-        ),
-    ]
-    direct = [Document(id=str(uuid.uuid4()), page_content=LISBON, metadata=dict(forged))]
-    return ingest, direct
+SUMMARY = FORGED.summary
+FORGED_QUERIES = FORGED.queries
 
 
 def _count(
@@ -252,14 +231,16 @@ def _count(
 
 
 @pytest.mark.parametrize("pattern", ["multivector", "parent-document"])
-def test_forged_lineage_through_the_docstore(pattern, store, augmented, transformer, scenario_ids):
+def test_forged_lineage_through_the_docstore(
+    pattern, store, augmented, transformer, scenario_ids, tenant_b
+):
     """Issue 47's cases through ArgusDocstore: a view of tenant b naming tenant a's document
     brings it into none of b's filtered results and lifts it in no unfiltered query; b's own
     document with a look-alike ``argus_view`` is served. The same cases with the naive docstore
     (``id_key="argus_source_id"``, originals kept in a second store) leak and lift."""
     victim = scenario_ids[SCENARIO.target]
     victim_text = next(d.page_content for d in augmented if d.id == victim)
-    ingest, direct = _tenant_b(victim)
+    ingest, direct = tenant_b(victim)
     through = list(transformer.transform_documents(ingest))
     docstore = ArgusDocstore(store)
     if pattern == "multivector":
@@ -301,19 +282,3 @@ def test_forged_lineage_through_the_docstore(pattern, store, augmented, transfor
 
         leaks, lifts, _ = _count(naive, victim, victim_text)
         assert leaks > 0 and lifts > 0
-
-
-# the example -----------------------------------------------------------------------------------
-
-
-def test_the_parent_documents_example_runs():
-    """examples/langchain_parent_documents.py, run as a user runs it."""
-    script = Path(__file__).resolve().parents[3] / "examples" / "langchain_parent_documents.py"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = dict(line.split(":", 1) for line in proc.stdout.splitlines() if ":" in line)
-    assert lines["without argus"].split()[0] != "film-1", proc.stdout
-    assert lines["with argus"].split()[0] == "film-1", proc.stdout

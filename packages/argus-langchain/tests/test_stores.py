@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import math
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from langchain_core.vectorstores import VectorStore
 
 from argus_ir.collapse import DEFAULT_VIEW_DISCOUNT
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
-from argus_ir.testing import SCENARIO, cosine_reference
+from argus_ir.testing import FORGED, SCENARIO, cosine_reference
 from argus_ir.testing.postgres import postgres_server
 from langchain_argus import (
     ArgusDocumentTransformer,
@@ -674,31 +673,13 @@ def test_defect_8_index_with_a_record_manager_folds_original_and_view(
         kind.close(store, tmp_path)
 
 
-# Tenant b's documents: each names the target (another tenant's document) as its source.
-PAYROLL = "Quarterly payroll export for the finance team, March."
-SUMMARY = "A summary of the payroll export, with one line per department."
-LISBON = "cheap flights to Lisbon in December"
-FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
-
-
-def _tenant_b(victim: str) -> tuple[list[Document], list[Document]]:
-    """What tenant b sends through the ingest step (a forged view, a user's own ``argus_view``)
-    and what it writes straight into the store (a forged view)."""
-    forged = {"tenant": "b", SOURCE_KEY: victim, VIEW_KEY: "expansion"}
-    ingest = [
-        Document(id=str(uuid.uuid4()), page_content=PAYROLL, metadata=forged),
-        Document(
-            id=str(uuid.uuid4()),
-            page_content=SUMMARY,
-            metadata={"tenant": "b", VIEW_KEY: "summary"},
-        ),
-    ]
-    direct = [Document(id=str(uuid.uuid4()), page_content=LISBON, metadata=dict(forged))]
-    return ingest, direct
+# Tenant b's cases: the `tenant_b` fixture (conftest.py), texts from argus_ir.testing.FORGED.
+SUMMARY = FORGED.summary
+FORGED_QUERIES = FORGED.queries
 
 
 def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(
-    kind, opened, embeddings, augmented, transformer, scenario_ids
+    kind, opened, embeddings, augmented, transformer, scenario_ids, tenant_b
 ):
     """Issue 47, 1-3: tenant b's forged views (through the ingest step and straight into the
     store) never bring the target, tenant a's document, into b's filtered results, nor lift it in
@@ -706,7 +687,7 @@ def test_defects_1_to_3_forged_lineage_crosses_no_filter_and_lifts_no_source(
     Every ranking, filtered or not, is the cosine reference's (which applies the rule itself)."""
     victim = scenario_ids[SCENARIO.target]
     victim_text = next(d.page_content for d in augmented if d.id == victim)
-    ingest, direct = _tenant_b(victim)
+    ingest, direct = tenant_b(victim)
     through = list(transformer.transform_documents(ingest))
     rewritten = transformer.last_stats.get("lineage_rewritten")
     opened.add_documents([*augmented, *through, *direct])

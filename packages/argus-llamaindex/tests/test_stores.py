@@ -51,7 +51,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
-from argus_ir.testing import SCENARIO, cosine_reference
+from argus_ir.testing import FORGED, SCENARIO, cosine_reference
 from argus_ir.testing.postgres import PostgresServer, postgres_server
 from argus_llamaindex import ArgusPostprocessor, ArgusTransform
 
@@ -658,10 +658,8 @@ def test_defect_6_pgvector_reingest_with_each_docstore_strategy(
 
 # Tenant b's documents: a forged view of the target (tenant a's document, as far as b's queries
 # go), a user's own look-alike key, and a forged view written straight into the store.
-PAYROLL = "Quarterly payroll export for the finance team, March."
-SUMMARY = "A summary of the payroll export, with one line per department."
-LISBON = "cheap flights to Lisbon in December"
-FORGED_QUERIES = ("payroll export finance team", LISBON, "summary of the payroll export")
+PAYROLL, SUMMARY, LISBON = FORGED.payroll, FORGED.summary, FORGED.lisbon
+FORGED_QUERIES = FORGED.queries
 TENANT_B = MetadataFilters(filters=[ExactMatchFilter(key="tenant", value="b")])
 
 

@@ -4,6 +4,7 @@
   framework's end-to-end test indexes the same corpus and asks the same query.
 - :data:`SCENARIO_QUERIES`: twelve film, city and other queries over that corpus, each with the
   document it is about.
+- :data:`FORGED`: the texts and queries of the forged-lineage (tenant) tests.
 - :class:`AdapterContract`: the behaviour every adapter promises, as pytest tests; a framework's
   test suite subclasses it and implements a few hooks.
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
@@ -18,6 +19,7 @@ from argus_ir.testing.contract import AdapterContract, contract_kb
 from argus_ir.testing.llm import ScriptedLLM
 from argus_ir.testing.reference import cosine_reference
 from argus_ir.testing.scenario import (
+    FORGED,
     LEAD_QUERIES,
     SCENARIO,
     SCENARIO_QUERIES,
@@ -29,6 +31,7 @@ from argus_ir.testing.scenario import (
 )
 
 __all__ = [
+    "FORGED",
     "LEAD_QUERIES",
     "SCENARIO",
     "SCENARIO_QUERIES",

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "FORGED",
     "LEAD_QUERIES",
     "SCENARIO",
     "SCENARIO_QUERIES",
+    "ForgedLineage",
     "Scenario",
     "lead_documents",
     "minilm_path",
@@ -125,6 +127,38 @@ SCENARIO_QUERIES = {
 }
 """The film/city query set over :data:`SCENARIO`'s documents, each with the document it is about
 (the adapters' store and parent-document tests)."""
+
+
+@dataclass(frozen=True)
+class ForgedLineage:
+    """Issue 47's forged-lineage cases: texts of a tenant b whose views name another tenant's
+    document (:data:`SCENARIO`'s target) as their source, and the queries that reach them.
+
+    Attributes:
+        payroll: A forged view sent through the ingest step.
+        summary: Tenant b's own document with a look-alike ``argus_view`` key (``"summary"``):
+            it must be served as it is.
+        lisbon: A forged view written straight into the store.
+        queries: The queries the leak and lift counts run.
+    """
+
+    payroll: str
+    summary: str
+    lisbon: str
+    queries: tuple[str, ...]
+
+
+FORGED = ForgedLineage(
+    payroll="Quarterly payroll export for the finance team, March.",
+    summary="A summary of the payroll export, with one line per department.",
+    lisbon="cheap flights to Lisbon in December",
+    queries=(
+        "payroll export finance team",
+        "cheap flights to Lisbon in December",
+        "summary of the payroll export",
+    ),
+)
+"""The texts and queries every adapter's forged-lineage tests use."""
 
 
 LEAD_QUERIES = (
