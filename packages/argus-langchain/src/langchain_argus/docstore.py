@@ -21,7 +21,7 @@ from argus_ir.collapse import (
     warn_refused,
 )
 from argus_ir.errors import ArgusInputError, StoreReadError
-from langchain_argus.retriever import STORE_KEYS, _doc_id, _own_originals
+from langchain_argus.retriever import STORE_KEYS, _doc_id, _own_originals, _shown_ids
 
 __all__ = ["ArgusDocstore"]
 
@@ -198,9 +198,7 @@ class ArgusDocstore(BaseStore[str, Document]):
         return doc.model_copy(update={"metadata": rest, "id": doc_id})
 
     def _failed(self, ids: list[str], exc: BaseException) -> StoreReadError:
-        shown = ", ".join(map(repr, ids[:5])) + (
-            f" and {len(ids) - 5} more" if len(ids) > 5 else ""
-        )
+        shown = _shown_ids(ids)
         return StoreReadError(
             f"{type(self.vectorstore).__name__}.get_by_ids failed ({type(exc).__name__}: {exc}) "
             f"reading {len(ids)} document(s) for ArgusDocstore ({shown})"

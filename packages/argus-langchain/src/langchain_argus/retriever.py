@@ -416,8 +416,13 @@ def _no_get_by_ids(store: VectorStore) -> ArgusInputError:
     )
 
 
+def _shown_ids(ids: list[str]) -> str:
+    """The first five ids, and how many more, for an error message."""
+    return ", ".join(map(repr, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
 def _read_failed(store: VectorStore, ids: list[str], exc: BaseException) -> StoreReadError:
-    shown = ", ".join(map(repr, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    shown = _shown_ids(ids)
     return StoreReadError(
         f"{type(store).__name__}.get_by_ids failed ({type(exc).__name__}: {exc}) reading the "
         f"originals of {len(ids)} source(s) retrieved only through their views ({shown}); "
