@@ -130,6 +130,13 @@ def _check_queries(
 # argus first -----------------------------------------------------------------------------------
 
 
+def _multivector(vectorstore: VectorStore) -> MultiVectorRetriever:
+    """MultiVectorRetriever over ``vectorstore``, reading its parents from the same store."""
+    return MultiVectorRetriever(
+        vectorstore=vectorstore, docstore=ArgusDocstore(vectorstore), search_kwargs={"k": HITS}
+    )
+
+
 def test_multivector_retriever_over_argus_output(store, augmented, scenario_ids):
     """argus's originals and views added through the docstore; MultiVectorRetriever maps a hit
     on a view to the view's key, which the docstore reads as its original."""
@@ -137,14 +144,7 @@ def test_multivector_retriever_over_argus_output(store, augmented, scenario_ids)
     docstore.mset([(d.id or "", d) for d in augmented])
     twin = _async_twin(store)
 
-    def retriever(vectorstore: VectorStore) -> MultiVectorRetriever:
-        return MultiVectorRetriever(
-            vectorstore=vectorstore,
-            docstore=ArgusDocstore(vectorstore),
-            search_kwargs={"k": HITS},
-        )
-
-    assert _check_queries(retriever(store), retriever(twin), scenario_ids) == len(EXPECTED)
+    assert _check_queries(_multivector(store), _multivector(twin), scenario_ids) == len(EXPECTED)
 
 
 def test_parent_document_retriever_splits_argus_output(store, augmented, scenario_ids):
@@ -197,14 +197,7 @@ def test_multivector_retriever_with_argus_views_of_its_chunks(store, chunked, sc
     ArgusDocstore(store).mset([(p.id or "", p) for p in parents])
     twin = _async_twin(store)
 
-    def retriever(vectorstore: VectorStore) -> MultiVectorRetriever:
-        return MultiVectorRetriever(
-            vectorstore=vectorstore,
-            docstore=ArgusDocstore(vectorstore),
-            search_kwargs={"k": HITS},
-        )
-
-    assert _check_queries(retriever(store), retriever(twin), scenario_ids) == len(EXPECTED)
+    assert _check_queries(_multivector(store), _multivector(twin), scenario_ids) == len(EXPECTED)
 
 
 # issue 47's forged lineage, through the docstore -----------------------------------------------
