@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
@@ -99,3 +100,27 @@ def tenant_b() -> Callable[[str], tuple[list[Document], list[Document]]]:
         return ingest, direct
 
     return cases
+
+
+@pytest.fixture(scope="session")
+def async_twin() -> Callable[[Any], Any]:
+    """The async twin of a store: most stores serve both; a langchain-postgres ``PGVector`` built
+    on a sync engine serves only sync calls, so an async ``PGVector`` over the same database and
+    collection (no pooled connection, so none outlives the event loop of an ``asyncio.run``)."""
+
+    def twin(store: Any) -> Any:
+        if getattr(store, "async_mode", None) is not False:
+            return store
+        from langchain_postgres import PGVector
+        from sqlalchemy.ext.asyncio import create_async_engine
+        from sqlalchemy.pool import NullPool
+
+        url = store._engine.url.render_as_string(hide_password=False)
+        return PGVector(
+            embeddings=store.embeddings,
+            collection_name=store.collection_name,
+            connection=create_async_engine(url, poolclass=NullPool),
+            use_jsonb=True,
+        )
+
+    return twin

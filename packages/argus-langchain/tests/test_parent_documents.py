@@ -75,24 +75,6 @@ def _pgvector(path: Path, embeddings: Embeddings) -> tuple[VectorStore, Callable
     return store, store._engine.dispose
 
 
-def _async_twin(store: Any) -> VectorStore:
-    """The async twin of a store: Chroma serves both; a PGVector built on a sync engine serves
-    only sync calls, so an async PGVector over the same database (one event loop per run)."""
-    if getattr(store, "async_mode", None) is not False:
-        return store
-    from langchain_postgres import PGVector
-    from sqlalchemy.ext.asyncio import create_async_engine
-    from sqlalchemy.pool import NullPool
-
-    url = store._engine.url.render_as_string(hide_password=False)
-    return PGVector(
-        embeddings=store.embeddings,
-        collection_name=store.collection_name,
-        connection=create_async_engine(url, poolclass=NullPool),
-        use_jsonb=True,
-    )
-
-
 STORES = {"chroma": _chroma, "pgvector": _pgvector}
 
 
@@ -137,17 +119,17 @@ def _multivector(vectorstore: VectorStore) -> MultiVectorRetriever:
     )
 
 
-def test_multivector_retriever_over_argus_output(store, augmented, scenario_ids):
+def test_multivector_retriever_over_argus_output(store, augmented, scenario_ids, async_twin):
     """argus's originals and views added through the docstore; MultiVectorRetriever maps a hit
     on a view to the view's key, which the docstore reads as its original."""
     docstore = ArgusDocstore(store)
     docstore.mset([(d.id or "", d) for d in augmented])
-    twin = _async_twin(store)
+    twin = async_twin(store)
 
     assert _check_queries(_multivector(store), _multivector(twin), scenario_ids) == len(EXPECTED)
 
 
-def test_parent_document_retriever_splits_argus_output(store, augmented, scenario_ids):
+def test_parent_document_retriever_splits_argus_output(store, augmented, scenario_ids, async_twin):
     """argus's originals and views are ParentDocumentRetriever's parents (under their own ids):
     it splits each into children and writes the parents into the same store through the
     docstore; a child of a view reaches its source's original."""
@@ -158,7 +140,7 @@ def test_parent_document_retriever_splits_argus_output(store, augmented, scenari
         search_kwargs={"k": HITS},
     )
     retriever.add_documents(list(augmented), ids=[d.id or "" for d in augmented])
-    twin = _async_twin(store)
+    twin = async_twin(store)
     async_retriever = retriever.model_copy(
         update={"vectorstore": twin, "docstore": ArgusDocstore(twin)}
     )
@@ -187,7 +169,9 @@ def chunked(
     return parents, list(transformer.transform_documents(chunks))
 
 
-def test_multivector_retriever_with_argus_views_of_its_chunks(store, chunked, scenario_ids):
+def test_multivector_retriever_with_argus_views_of_its_chunks(
+    store, chunked, scenario_ids, async_twin
+):
     """Views of the child chunks copy the chunk's ``doc_id``: MultiVectorRetriever maps them
     straight to the parent, and the docstore serves the parent from the same store."""
     parents, children = chunked
@@ -195,7 +179,7 @@ def test_multivector_retriever_with_argus_views_of_its_chunks(store, chunked, sc
     assert views and all(v.metadata["doc_id"] for v in views)
     store.add_documents(children, ids=[d.id or "" for d in children])
     ArgusDocstore(store).mset([(p.id or "", p) for p in parents])
-    twin = _async_twin(store)
+    twin = async_twin(store)
 
     assert _check_queries(_multivector(store), _multivector(twin), scenario_ids) == len(EXPECTED)
 

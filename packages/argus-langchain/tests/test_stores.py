@@ -202,22 +202,6 @@ def _pg_open(path: Path, embeddings: Embeddings) -> VectorStore:
     )
 
 
-def _pg_async(store: Any) -> VectorStore:
-    """An async PGVector over the same database and collection (a fresh event loop per
-    ``asyncio.run``, so no pooled connection outlives its loop)."""
-    from langchain_postgres import PGVector
-    from sqlalchemy.ext.asyncio import create_async_engine
-    from sqlalchemy.pool import NullPool
-
-    url = store._engine.url.render_as_string(hide_password=False)
-    return PGVector(
-        embeddings=store.embeddings,
-        collection_name=store.collection_name,
-        connection=create_async_engine(url, poolclass=NullPool),
-        use_jsonb=True,
-    )
-
-
 def pgvector_originals(store: Any) -> Callable[[list[str]], list[Document]]:
     """The fetch hook of docs/langchain.md for langchain-postgres: originals by
     ``argus_source_id``, through a filtered search (PGVector has no fetch by metadata alone)."""
@@ -566,12 +550,12 @@ def test_async_transform_gives_what_transform_gave(transformer, augmented):
 
 
 def test_async_add_and_retrieve_match_the_cosine_reference(
-    kind, opened, embeddings, augmented, queries
+    kind, opened, embeddings, augmented, queries, async_twin
 ):
     """aadd_documents stores every entry; ainvoke and the async relevance search rank every query
     as the cosine reference; with few hits, ainvoke fetches originals as invoke does.
     (langchain-postgres: one PGVector object is either sync or async; both open one database.)"""
-    store = _pg_async(opened) if kind.name == "pgvector" else opened
+    store = async_twin(opened)
     ids = asyncio.run(store.aadd_documents(augmented))
     assert (
         sorted(map(str, ids)) == sorted(kind.contents(opened)[0]) == sorted(d.id for d in augmented)
