@@ -160,7 +160,7 @@ def test_a_killed_cli_run_resumes_to_the_uninterrupted_output(
 
 
 def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
-    shared_data, tmp_path, monkeypatch
+    argus, shared_data, tmp_path, monkeypatch
 ):
     import numpy as np
 
@@ -169,7 +169,8 @@ def test_corpus_targeting_flags_against_the_first_documents_and_resumes_alike(
 
     monkeypatch.setattr(tg, "DEFAULT_REACH_POOL", 20)
     monkeypatch.setattr(tg, "DEFAULT_REACH_K", 2)  # a pool this small: reached = top 2
-    argus = Argus(remedy="descriptor", batch_size=16, targeting="corpus").load()
+    loaded, argus = argus._loaded, Argus(remedy="descriptor", batch_size=16, targeting="corpus")
+    argus._loaded.update(loaded)  # the same models
     reference = tmp_path / "reference.jsonl"
     good = _corpus(shared_data, tmp_path / "good.jsonl", 60)
     augment_file(argus, good, reference)
@@ -351,7 +352,9 @@ def test_readable_text_keeps_every_offset():
 def test_a_second_run_on_the_same_output_stops_and_names_the_first(shared_data, tmp_path):
     from argus_ir.runners.stream import lock_path
 
-    first = _corpus(shared_data, tmp_path / "a.jsonl", 400)
+    # the second run is refused at OUT's lock, before any model loads: the first needs to be
+    # working only for the few seconds the second takes to start
+    first = _corpus(shared_data, tmp_path / "a.jsonl", 192)
     second = _corpus(shared_data, tmp_path / "b.jsonl", 20)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     base = [sys.executable, "-m", "argus_ir.cli", "-q", "augment"]
