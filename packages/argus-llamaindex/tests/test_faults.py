@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import runpy
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -40,7 +42,7 @@ from argus_ir.testing import SCENARIO
 from argus_ir.testing.postgres import PostgresServer, postgres_server, private_postgres_server
 from argus_llamaindex import ArgusPostprocessor
 from argus_llamaindex.pgvector import UpsertingPGVectorStore
-from argus_llamaindex.pipeline_state import PipelineStateError, load_pipeline
+from argus_llamaindex.pipeline_state import PipelineStateError, load_pipeline, persist_pipeline
 
 TABLE = "argus_faults"
 EMBED_DIM = 384  # all-MiniLM-L6-v2
@@ -341,6 +343,9 @@ def test_item_1_kill_9_in_the_ingest_update_and_delete_recipes_then_the_same_run
     for case, child in children.items():
         out, err = child.communicate(timeout=300)
         assert child.returncode == -signal.SIGKILL, (case, out, err[-2000:])
+    if RECIPE == "argus":  # a kill in persist_pipeline leaves its staging folder, and only that
+        left = {c for c, (step, _) in cases.items() if _staging(recipe.config(c, step))}
+        assert left == {c for c in cases if c.endswith("persist")}
     wrong = {}
     for case, (step, _) in cases.items():
         config = recipe.config(case, step)
@@ -350,7 +355,14 @@ def test_item_1_kill_9_in_the_ingest_update_and_delete_recipes_then_the_same_run
             wrong[case] = f"{type(exc).__name__}: {exc}"[:300]
             continue
         wrong[case] = _compare(recipe.state(config), _reference(recipe, step))
+        if _staging(config):  # the rerun removes what the killed persist left
+            wrong[case] += f" {_staging(config)} left"
     assert {c: w for c, w in wrong.items() if w} == {}
+
+
+def _staging(config: dict[str, Any]) -> list[str]:
+    """The staging folders of persist_pipeline in the case's state folder."""
+    return sorted(p.name for p in Path(config["folder"]).glob(".persist-*"))
 
 
 def _compare(state: Any, reference: Any) -> str:
@@ -414,6 +426,35 @@ def test_item_1_an_empty_docstore_file_is_named_and_the_recovery_it_gives_holds(
     config = recipe.config("empty-docstore", "ingest")
     recipe.run(config)
     assert _compare(recipe.state(config), _reference(recipe, "ingest")) == ""
+
+
+def test_persist_removes_only_abandoned_staging_folders(tmp_path):
+    """A killed ``persist_pipeline`` leaves ``.persist-PID@HOST.RANDOM``; the next call removes
+    the folders of this host's processes that run no longer, and of this process where no call
+    is writing, and keeps those of a process still running and of another host."""
+    host = socket.gethostname()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = {
+            "ended": f".persist-{ended.pid}@{host}.abc",
+            "this process": f".persist-{os.getpid()}@{host}.def",
+            "running": f".persist-{alive.pid}@{host}.ghi",
+            "another host": f".persist-{ended.pid}@not-{host}.jkl",
+        }
+        for name in names.values():
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "docstore.json").write_text("{", encoding="utf-8")
+        persist_pipeline(
+            IngestionPipeline(transformations=[], docstore=SimpleDocumentStore()), tmp_path
+        )
+        kept = {what for what, name in names.items() if (tmp_path / name).exists()}
+        assert kept == {"running", "another host"}
+        assert (tmp_path / "docstore.json").is_file() and len(list(tmp_path.iterdir())) == 4
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 def test_item_1_remove_duplicates_repairs_a_table_plain_writes_doubled(recipe, corpus):

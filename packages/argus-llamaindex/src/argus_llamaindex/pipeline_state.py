@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,11 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.storage.storage_context import DOCSTORE_FNAME
 
 __all__ = ["PipelineStateError", "load_pipeline", "persist_pipeline"]
+
+_STAGING = ".persist-"  # a staging folder: .persist-PID@HOST.RANDOM
+_HOST = socket.gethostname()
+_in_use: set[str] = set()  # this process's staging folders being written now (by any thread)
+_lock = threading.Lock()
 
 
 class PipelineStateError(ValueError):
@@ -44,7 +51,8 @@ def persist_pipeline(pipeline: Any, folder: str | os.PathLike[str]) -> None:
     The files are written into a temporary folder inside ``folder``, flushed to disk, then moved
     over the old ones one by one; a kill at any moment leaves every file either as it was or as
     this call wrote it (the cache and the docstore may be from different runs, which the pipeline
-    tolerates: the cache only saves work).
+    tolerates: the cache only saves work). The temporary folder a killed call left behind is
+    removed by the next call on ``folder``.
 
     Args:
         pipeline: An ``IngestionPipeline``.
@@ -52,7 +60,10 @@ def persist_pipeline(pipeline: Any, folder: str | os.PathLike[str]) -> None:
     """
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".persist-", dir=target))
+    with _lock:  # another thread's folder is in _in_use before this one looks
+        _remove_abandoned(target)
+        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}@{_HOST}.", dir=target))
+        _in_use.add(staging.name)
     try:
         pipeline.persist(str(staging))
         # the cache first, as IngestionPipeline.persist writes them: a kill between the two
@@ -63,6 +74,8 @@ def persist_pipeline(pipeline: Any, folder: str | os.PathLike[str]) -> None:
         _fsync(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        with _lock:
+            _in_use.discard(staging.name)
 
 
 def load_pipeline(pipeline: Any, folder: str | os.PathLike[str]) -> bool:
@@ -96,6 +109,32 @@ def load_pipeline(pipeline: Any, folder: str | os.PathLike[str]) -> bool:
     if docstore in present:
         pipeline.docstore = SimpleDocumentStore.from_persist_path(str(docstore))
     return bool(present)
+
+
+def _remove_abandoned(target: Path) -> None:
+    """Remove the staging folders that killed :func:`persist_pipeline` calls left in ``target``.
+
+    A staging folder is named ``.persist-PID@HOST.RANDOM``; it is abandoned when PID runs no
+    longer on this host, or is this process (a container restarted under the same PID) and no
+    call of it is writing there. Folders of other hosts (a shared file system) and of other
+    processes still running (another pipeline persisting at this moment) are left alone.
+    """
+    for entry in target.glob(f"{_STAGING}*@*"):
+        pid, _, rest = entry.name[len(_STAGING) :].partition("@")
+        if not (entry.is_dir() and pid.isdigit() and rest.rpartition(".")[0] == _HOST):
+            continue
+        if not _running(int(pid)) or (int(pid) == os.getpid() and entry.name not in _in_use):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def _fsync(path: Path) -> None:
