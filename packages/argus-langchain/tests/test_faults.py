@@ -31,7 +31,14 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
 from argus_ir.remedy.texts import view_id
-from langchain_argus import ArgusRetriever, StoreReadError, delete_sources, index_sources
+from langchain_argus import (
+    ArgusRetriever,
+    StoreReadError,
+    adelete_sources,
+    aindex_sources,
+    delete_sources,
+    index_sources,
+)
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Using SHA-1 for document hashing"),
@@ -279,6 +286,54 @@ def test_item_3_indexing_twice_adds_and_deletes_nothing_at_any_batch_size(batch_
     finally:
         store._engine.dispose()
         manager.engine.dispose()
+
+
+@pytest.mark.parametrize("batch_size", [1, 5, 100])
+def test_the_async_recipes_end_as_the_sync_ones(batch_size, tmp_path, uninterrupted):
+    """``aindex_sources`` / ``adelete_sources`` over an async ``PGVector`` and an async
+    ``SQLRecordManager``: a second ingest adds and deletes nothing at any batch size; entries a
+    stopped delete removed while their records stayed are indexed again; the delete and the
+    update leave what the sync recipes leave."""
+    from langchain_classic.indexes import SQLRecordManager
+    from langchain_postgres import PGVector
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    url = _database(str(tmp_path))
+    _run(url)  # the tables, made once
+
+    async def recipes() -> dict[str, Any]:
+        engine = create_async_engine(url, poolclass=NullPool)
+        store = PGVector(Hashed(), collection_name="argus", connection=engine, use_jsonb=True)
+        manager = SQLRecordManager("argus/faults", engine=engine, async_mode=True)
+        got: dict[str, Any] = {}
+        try:
+            got["first"] = dict(
+                await aindex_sources(corpus(), manager, store, batch_size=batch_size)
+            )
+            got["again"] = dict(
+                await aindex_sources(corpus(), manager, store, batch_size=batch_size)
+            )
+            got["ingest"] = _state(url)
+            await store.adelete(await manager.alist_keys(group_ids=list(GONE)))  # records kept
+            got["restored"] = dict(await aindex_sources(corpus(), manager, store))
+            got["after restore"] = _state(url)
+            got["deleted"] = await adelete_sources(store, manager, GONE, batch_size=3)
+            got["delete"] = _state(url)
+            await aindex_sources(corpus(), manager, store)
+            await aindex_sources(corpus(CHANGED, only=CHANGED), manager, store, batch_size=2)
+            got["update"] = _state(url)
+        finally:
+            await engine.dispose()
+        return got
+
+    got = asyncio.run(recipes())
+    assert got["first"]["num_added"] == 24
+    assert [got["again"][k] for k in ("num_added", "num_deleted", "num_skipped")] == [0, 0, 24]
+    assert got["ingest"] == got["after restore"] == uninterrupted["ingest"]
+    assert got["restored"]["num_added"] == 6  # GONE's two originals and four views
+    assert got["deleted"] == 6 and got["delete"] == uninterrupted["delete"]
+    assert got["update"] == uninterrupted["update"]
 
 
 # -- query time ---------------------------------------------------------------------------------

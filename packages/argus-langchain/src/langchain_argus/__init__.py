@@ -10,15 +10,16 @@
   ``MultiVectorRetriever`` and ``ParentDocumentRetriever``: no second copy of the originals, and a
   view maps to its original only when the original carries its metadata.
 - :func:`collapse_documents`: the folding, for scored hits you already have.
-- :func:`index_sources` and :func:`delete_sources`: LangChain's ``index()`` and a record
-  manager, for argus output: a rerun is a no-op, and a delete stopped half-way is put right.
+- :func:`index_sources` and :func:`delete_sources` (async: :func:`aindex_sources`,
+  :func:`adelete_sources`): LangChain's ``index()`` and a record manager, for argus output: a
+  rerun is a no-op, and a delete stopped half-way is put right.
 - :class:`SiraEnricher` and :class:`SiraRetriever`: lexical SIRA, LLM search vocabulary in the
   documents' metadata and a BM25 retriever that uses it plus a per-query sketch.
 """
 
 from langchain_argus.docstore import ArgusDocstore
 from langchain_argus.embeddings import ArgusEmbeddings
-from langchain_argus.lifecycle import delete_sources, index_sources
+from langchain_argus.lifecycle import adelete_sources, aindex_sources, delete_sources, index_sources
 from langchain_argus.retriever import ArgusRetriever, StoreReadError, collapse_documents
 from langchain_argus.sira import SiraEnricher, SiraRetriever
 from langchain_argus.transformer import ArgusDocumentTransformer
@@ -31,6 +32,8 @@ __all__ = [
     "SiraEnricher",
     "SiraRetriever",
     "StoreReadError",
+    "adelete_sources",
+    "aindex_sources",
     "collapse_documents",
     "delete_sources",
     "index_sources",

@@ -10,23 +10,25 @@ yet their records (a crash between the two steps) leaves records that make every
 after every batch, and first forgets the records of its sources' entries the store no longer
 holds; :func:`delete_sources` deletes a source's entries before their records, so a crash leaves
 only records that the next :func:`index_sources` or :func:`delete_sources` puts right.
+:func:`aindex_sources` and :func:`adelete_sources` do the same with ``aindex()`` and the store's
+and record manager's async methods.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from itertools import islice
 from typing import Any, Literal
 
 from langchain_core.documents import Document
-from langchain_core.indexing import IndexingResult, RecordManager, index
+from langchain_core.indexing import IndexingResult, RecordManager, aindex, index
 from langchain_core.vectorstores import VectorStore
 
 from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import SOURCE_KEY
 
-__all__ = ["delete_sources", "index_sources"]
+__all__ = ["adelete_sources", "aindex_sources", "delete_sources", "index_sources"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +79,7 @@ def index_sources(
         >>> index_sources(argus.transform_documents(docs), manager, store)  # doctest: +SKIP
         {'num_added': 24, 'num_updated': 0, 'num_skipped': 0, 'num_deleted': 0}
     """
-    if cleanup not in _CLEANUP:
-        raise ArgusInputError(f"cleanup must be 'incremental', 'full' or None, got {cleanup!r}")
-    if "source_id_key" in kwargs:
-        raise ArgusInputError("index_sources groups by argus_source_id; drop source_id_key")
-    if batch_size < 1:
-        raise ArgusInputError(f"batch_size must be >= 1, got {batch_size}")
+    _check(cleanup, batch_size, kwargs)
     checked = _forgetting_missing(documents, record_manager, vector_store, batch_size)
     return index(
         checked,
@@ -93,6 +90,55 @@ def index_sources(
         batch_size=batch_size,
         **kwargs,
     )
+
+
+async def aindex_sources(
+    documents: Iterable[Document] | AsyncIterable[Document],
+    record_manager: RecordManager,
+    vector_store: VectorStore,
+    *,
+    cleanup: Literal["incremental", "full"] | None = "incremental",
+    batch_size: int = 100,
+    **kwargs: Any,
+) -> IndexingResult:
+    """:func:`index_sources` with ``aindex()``: the same grouping, cleanup and check of the
+    records, through the store's and the record manager's async methods.
+
+    Args:
+        documents: What the transformer returned, as a list or an async iterable.
+        record_manager: The record manager (its async methods: ``SQLRecordManager`` with
+            ``async_mode=True``).
+        vector_store: The store (``aadd_documents``, ``adelete``, ``aget_by_ids``).
+        cleanup: As for :func:`index_sources`.
+        batch_size: Documents per batch.
+        **kwargs: Passed on to ``aindex()``.
+
+    Returns:
+        ``aindex()``'s counts.
+
+    Raises:
+        ArgusInputError: As for :func:`index_sources`.
+    """
+    _check(cleanup, batch_size, kwargs)
+    checked = _aforgetting_missing(documents, record_manager, vector_store, batch_size)
+    return await aindex(
+        checked,
+        record_manager,
+        vector_store,
+        cleanup=_CLEANUP[cleanup],  # type: ignore[arg-type]
+        source_id_key=SOURCE_KEY,
+        batch_size=batch_size,
+        **kwargs,
+    )
+
+
+def _check(cleanup: Any, batch_size: int, kwargs: dict[str, Any]) -> None:
+    if cleanup not in _CLEANUP:
+        raise ArgusInputError(f"cleanup must be 'incremental', 'full' or None, got {cleanup!r}")
+    if "source_id_key" in kwargs:
+        raise ArgusInputError("index_sources groups by argus_source_id; drop source_id_key")
+    if batch_size < 1:
+        raise ArgusInputError(f"batch_size must be >= 1, got {batch_size}")
 
 
 def delete_sources(
@@ -134,6 +180,31 @@ def delete_sources(
     return deleted
 
 
+async def adelete_sources(
+    vector_store: VectorStore,
+    record_manager: RecordManager,
+    source_ids: Iterable[str],
+    *,
+    batch_size: int = 1000,
+) -> int:
+    """:func:`delete_sources` through the store's and the record manager's async methods: the
+    entries of each batch of keys first, then their records.
+
+    Returns:
+        How many entries were deleted (originals and views).
+    """
+    sources = list(dict.fromkeys(source_ids))
+    deleted = 0
+    while sources and (
+        keys := await record_manager.alist_keys(group_ids=sources, limit=batch_size)
+    ):
+        if await vector_store.adelete(keys) is False:
+            raise RuntimeError(f"{type(vector_store).__name__}.adelete failed for {len(keys)} ids")
+        await record_manager.adelete_keys(keys)
+        deleted += len(keys)
+    return deleted
+
+
 def _forgetting_missing(
     documents: Iterable[Document], manager: RecordManager, store: VectorStore, batch_size: int
 ) -> Iterator[Document]:
@@ -145,17 +216,73 @@ def _forgetting_missing(
         return
     docs = iter(documents)
     while batch := list(islice(docs, batch_size)):
-        sources = {d.metadata.get(SOURCE_KEY) for d in batch} - {None, ""}
-        keys = manager.list_keys(group_ids=sorted(map(str, sources))) if sources else []
+        sources = _sources(batch)
+        keys = manager.list_keys(group_ids=sources) if sources else []
         if keys:
-            held = {d.id for d in store.get_by_ids(keys)}
-            missing = [k for k in keys if k not in held]
+            missing = _missing(keys, store.get_by_ids(keys), store)
             if missing:
-                logger.warning(
-                    "%d record(s) of entries %s no longer holds (a delete that stopped "
-                    "half-way?): forgotten, so they are indexed again",
-                    len(missing),
-                    type(store).__name__,
-                )
                 manager.delete_keys(missing)
         yield from batch
+
+
+async def _aforgetting_missing(
+    documents: Iterable[Document] | AsyncIterable[Document],
+    manager: RecordManager,
+    store: VectorStore,
+    batch_size: int,
+) -> AsyncIterator[Document]:
+    """:func:`_forgetting_missing` with the async methods, over a list or an async iterable."""
+    checks = type(store).aget_by_ids is not VectorStore.aget_by_ids or (
+        type(store).get_by_ids is not VectorStore.get_by_ids
+    )  # the default aget_by_ids runs get_by_ids
+    batch: list[Document] = []
+    async for document in _aiter(documents):
+        batch.append(document)
+        if len(batch) == batch_size:
+            await _aforget(batch, manager, store, checks)
+            for done in batch:
+                yield done
+            batch = []
+    if batch:
+        await _aforget(batch, manager, store, checks)
+        for done in batch:
+            yield done
+
+
+async def _aforget(
+    batch: list[Document], manager: RecordManager, store: VectorStore, checks: bool
+) -> None:
+    sources = _sources(batch) if checks else []
+    keys = await manager.alist_keys(group_ids=sources) if sources else []
+    if keys:
+        missing = _missing(keys, await store.aget_by_ids(keys), store)
+        if missing:
+            await manager.adelete_keys(missing)
+
+
+async def _aiter(documents: Iterable[Document] | AsyncIterable[Document]) -> AsyncIterator[Any]:
+    if isinstance(documents, AsyncIterable):
+        async for document in documents:
+            yield document
+    else:
+        for document in documents:
+            yield document
+
+
+def _sources(batch: list[Document]) -> list[str]:
+    """The batch's ``argus_source_id`` values, sorted (empty and missing ones left out)."""
+    return sorted(map(str, {d.metadata.get(SOURCE_KEY) for d in batch} - {None, ""}))
+
+
+def _missing(keys: list[str], held: list[Document], store: VectorStore) -> list[str]:
+    """The keys whose entries the store did not return; logged when there are any."""
+    there = {d.id for d in held}
+    missing = [k for k in keys if k not in there]
+    if missing:
+        logger.warning(
+            "%d record(s) of entries %s no longer holds (a delete that stopped half-way?): "
+            "forgotten, so they are indexed again",
+            len(missing),
+            type(store).__name__,
+        )
+    return missing
