@@ -489,6 +489,14 @@ def test_llm_timeout_and_retries_reach_the_backend(tmp_path, capsys):
         != 0
     )
     assert "apply to an openai: backend" in capsys.readouterr().err
+    # --llm-cool-down reaches the backend too: it refuses a negative one, naming the option
+    args = [*base, "--out", str(tmp_path / "y.jsonl"), "--llm-cool-down"]
+    assert main([*args, "-1"]) != 0
+    err = capsys.readouterr().err
+    assert "--llm-cool-down" in err and "cool_down >= 0" in err and "-1.0)" in err
+    no_server = ["--quiet", "augment", str(corpus), "--out", str(tmp_path / "z.jsonl")]
+    assert main([*no_server, "--llm-cool-down", "5"]) != 0
+    assert "apply to an openai: backend" in capsys.readouterr().err
 
 
 def test_an_os_error_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys):

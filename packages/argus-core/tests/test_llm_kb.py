@@ -309,6 +309,29 @@ def test_augment_stats_count_the_kb_llm_calls_and_failures(tmp_path, capsys):
     assert f"{2 * GIVE_UP_AFTER} KB-LLM calls ({GIVE_UP_AFTER} failed lookups)" in out
 
 
+def test_llm_cool_down_sets_when_a_given_up_kb_llm_is_asked_again(tmp_path, capsys):
+    """``--llm-cool-down`` reaches the --kb-llm's give-up: at 0 s every lookup after the give-up
+    asks the server again (one call each, the server still failing), where the default 60 s asks
+    no more in this run; the give-up says when it asks again."""
+    pytest.importorskip("spacy")
+    calls = {}
+    for cool_down in (None, "0"):
+        server = LoopbackLLM(lambda i: 500)
+        extra = ["--llm-cool-down", cool_down] if cool_down else []
+        try:
+            code, totals, _ = _augment_with_kb_llm(
+                tmp_path, f"cool-{cool_down}", server.spec, "--llm-retries", "0", *extra
+            )
+        finally:
+            server.close()
+        assert code == 0, capsys.readouterr().err
+        assert totals["kb_llm_calls"] == server.requests
+        calls[cool_down] = server.requests
+        assert f"asks again {cool_down or 60} s later" in totals["kb_llm_gave_up"]
+    lookups = calls["0"]  # every lookup asked once
+    assert calls[None] == GIVE_UP_AFTER < lookups
+
+
 def test_a_dead_kb_llm_is_bounded_and_given_up_on_and_the_run_goes_on(tmp_path, capsys):
     pytest.importorskip("spacy")
     # a server that never answers: --llm-timeout and --llm-retries reach the --kb-llm backend

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argus_ir.cli.common import argus_settings, corpus_arg
+from argus_ir.cli.common import argus_settings, corpus_arg, llm_call_settings
 from argus_ir.cli.options import overwrite_option, remedy_options, retriever_options
 from argus_ir.errors import ArgusInputError
 from argus_ir.pipeline import DEFAULT_BATCH_SIZE
@@ -132,8 +132,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _kb_with_llm(args: argparse.Namespace) -> Any:
     """``--kb`` with ``--kb-llm``'s knowledge behind its exact names (argus_ir.kb.llm); an
-    openai: backend waits ``--llm-timeout`` (default :data:`argus_ir.kb.llm.TIMEOUT`) and retries
-    ``--llm-retries`` times."""
+    openai: backend waits ``--llm-timeout`` (default :data:`argus_ir.kb.llm.TIMEOUT`), retries
+    ``--llm-retries`` times, and asks again ``--llm-cool-down`` seconds after a give-up."""
     from argus_ir.kb.llm import TIMEOUT, LLMKnowledge, with_llm_knowledge
     from argus_ir.kb.shipped import resolve_kb
     from argus_ir.llm import load_llm
@@ -141,16 +141,15 @@ def _kb_with_llm(args: argparse.Namespace) -> Any:
 
     options: dict[str, Any] = {}
     if str(args.kb_llm).startswith("openai:"):
-        options["timeout"] = TIMEOUT if args.llm_timeout is None else args.llm_timeout
-        if args.llm_retries is not None:
-            options["max_retries"] = args.llm_retries
+        options = {"timeout": TIMEOUT, **llm_call_settings(args)}
     try:
         llm = load_llm(args.kb_llm, **options)
     except ValueError as exc:
         raise ArgusInputError(f"--kb-llm: {exc}") from None
     cache = None if args.out is None else kb_llm_cache_path(args.out)
     base = resolve_kb(args.kb, show_progress=not args.quiet)
-    return with_llm_knowledge(base, LLMKnowledge(llm, cache))
+    cool = {} if args.llm_cool_down is None else {"cool_down": args.llm_cool_down}
+    return with_llm_knowledge(base, LLMKnowledge(llm, cache, **cool))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,33 +41,39 @@ def encoder(args: argparse.Namespace) -> TokenEncoder:
 
 
 def llm_arg(args: argparse.Namespace) -> Any:
-    """``--llm`` as a spec, or as a backend when ``--llm-timeout`` / ``--llm-retries`` are set.
+    """``--llm`` as a spec, or as a backend when ``--llm-timeout``, ``--llm-retries`` or
+    ``--llm-cool-down`` is set.
 
-    The two options apply to every openai: backend of the command: ``--llm``'s and
-    ``--kb-llm``'s (``argus augment`` builds that one); they are refused when neither is one.
+    The options apply to every openai: backend of the command: ``--llm``'s and ``--kb-llm``'s
+    (``argus augment`` builds that one); they are refused when neither is one.
     """
-    timeout, retries = args.llm_timeout, args.llm_retries
-    if timeout is None and retries is None:
+    options = llm_call_settings(args)
+    if not options:
         return args.llm
     if not str(args.llm).startswith("openai:"):
         kb_llm = getattr(args, "kb_llm", None)
         if str(kb_llm).startswith("openai:"):
             return args.llm  # they are --kb-llm's
         raise ArgusInputError(
-            f"--llm-timeout and --llm-retries apply to an openai: backend (--llm or --kb-llm), "
-            f"not {args.llm!r}" + (f" or {kb_llm!r}" if kb_llm else "")
+            "--llm-timeout, --llm-retries and --llm-cool-down apply to an openai: backend "
+            f"(--llm or --kb-llm), not {args.llm!r}" + (f" or {kb_llm!r}" if kb_llm else "")
         )
     from argus_ir.llm import load_llm
 
-    options: dict[str, Any] = {}
-    if timeout is not None:
-        options["timeout"] = timeout
-    if retries is not None:
-        options["max_retries"] = retries
     try:
         return load_llm(args.llm, **options)
     except ValueError as exc:
-        raise ArgusInputError(f"--llm-timeout / --llm-retries: {exc}") from None
+        raise ArgusInputError(f"--llm-timeout / --llm-retries / --llm-cool-down: {exc}") from None
+
+
+def llm_call_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The openai: backend settings the call-policy options set (those left out: none)."""
+    given = {
+        "timeout": args.llm_timeout,
+        "max_retries": args.llm_retries,
+        "cool_down": getattr(args, "llm_cool_down", None),
+    }
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def argus_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gap_queries or args.entities == "llm":
         from argus_ir.llm import CallCache, load_llm
 
-        spec = llm_arg(args)  # a spec, or a backend built with --llm-timeout / --llm-retries
+        spec = llm_arg(args)  # a spec, or a backend built with the --llm-* call options
         llm = load_llm(spec) if isinstance(spec, str) else spec
         cache = CallCache(args.cache or args.out / "llm-cache")
     mentioner: Any = None

@@ -256,8 +256,9 @@ def llm_option(p: argparse.ArgumentParser, role: str) -> None:
 
 
 def llm_call_options(p: argparse.ArgumentParser, which: str, default_timeout: str) -> None:
-    """``--llm-timeout`` and ``--llm-retries``: the call policy of an openai: backend, the same
-    options on every command that calls one (``which`` names its LLM options)."""
+    """``--llm-timeout``, ``--llm-retries`` and ``--llm-cool-down``: the call policy of an openai:
+    backend, the same options on every command that calls one (``which`` names its LLM
+    options)."""
     p.add_argument(
         "--llm-timeout",
         type=float,
@@ -272,6 +273,13 @@ def llm_call_options(p: argparse.ArgumentParser, which: str, default_timeout: st
         help=f"retries of a failed openai: call ({which}), with backoff that honours the "
         "server's Retry-After up to 60 s (default 2); after 5 prompts in a row fail, no more "
         "calls are made",
+    )
+    p.add_argument(
+        "--llm-cool-down",
+        type=float,
+        default=None,
+        help=f"seconds after that give-up before one openai: call ({which}) goes out again to "
+        "see whether the server is back; a reply ends the give-up (default 60)",
     )
 
 

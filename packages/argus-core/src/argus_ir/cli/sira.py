@@ -135,7 +135,7 @@ def _sira_llm(
     check_output(
         folder / "calls.jsonl", flag="--cache", inputs=[i for i in inputs if i], overwrite=True
     )
-    llm = llm_arg(args)  # a spec, or a backend built with --llm-timeout / --llm-retries
+    llm = llm_arg(args)  # a spec, or a backend built with the --llm-* call options
     return (load_llm(llm) if isinstance(llm, str) else llm), CallCache(folder)
 
 
