@@ -10,6 +10,9 @@ Two patterns, each on PostgreSQL + pgvector (``PGVectorStore``) and Chroma on di
   the document (with the document's own ``IndexNode``), followed by ``RecursiveRetriever`` or by
   an object map; argus runs over the references, the fold before they are followed.
 
+And ``SentenceWindowNodeParser`` + ``MetadataReplacementPostProcessor``: argus after the parser,
+the fold before the window is put in.
+
 Each query of the film/city set must give its document at rank 1, no returned context may be a
 view's text (nor, for references, a chunk's), no document may come back twice, and no merge may
 be built from a view. The other orders are tested for what the docs say they do: the fold after
@@ -38,8 +41,10 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import (
     HierarchicalNodeParser,
     SentenceSplitter,
+    SentenceWindowNodeParser,
     get_leaf_nodes,
 )
+from llama_index.core.postprocessor import MetadataReplacementPostProcessor
 from llama_index.core.retrievers import AutoMergingRetriever, RecursiveRetriever
 from llama_index.core.schema import (
     BaseNode,
@@ -343,6 +348,64 @@ def test_references_are_followed_after_the_fold(store, references, embed_model, 
     after = {q: post.postprocess_nodes(plain.retrieve(b), b) for q, b in asked.items()}
     chunks = [n for nodes in after.values() for n in nodes if n.node.node_id not in documents]
     assert chunks and all(isinstance(n.node, IndexNode) for n in chunks)
+
+
+# SentenceWindowNodeParser + MetadataReplacementPostProcessor -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def windows(corpus, transform, embed_model) -> dict[str, Any]:
+    """The documents as sentences, each with a window of one sentence either side, through
+    argus in one pipeline, embedded. Each document is filed between two sentences of no topic,
+    so that every window is more than its sentence."""
+    parser = SentenceWindowNodeParser.from_defaults(window_size=1)
+    filed = [
+        Document(id_=d.id_, text=f"From the archive's files. {d.text} The file ends here.")
+        for d in _documents(corpus)
+    ]
+    out = IngestionPipeline(transformations=[parser, transform]).run(documents=filed)
+    return {"nodes": embed_model(out), "parsed": {n.node_id: n for n in out if not _is_view(n)}}
+
+
+def test_sentence_windows_are_put_in_after_the_fold(store, windows, embed_model, asked, corpus):
+    """The fold, then MetadataReplacementPostProcessor: every result is one of the parser's
+    sentences, given as its own window, each once, and the right document first for every
+    query. A view carries its original's window and sentence (copied metadata, left out of its
+    embedding as on the original), so no order shows a view's text; replacing before the fold
+    gives a document reached only through a view as its bare sentence, read from the store."""
+    parsed = windows["parsed"]
+    views = [n for n in windows["nodes"] if _is_view(n)]
+    assert views and all(
+        v.metadata["window"] == parsed[v.metadata[SOURCE_KEY]].metadata["window"]
+        and "window" in v.excluded_embed_metadata_keys
+        for v in views
+    )
+    index = _index(store, windows["nodes"], embed_model)
+    base = index.as_retriever(similarity_top_k=HITS)
+    post = ArgusPostprocessor(index=index)
+    replace = MetadataReplacementPostProcessor(target_metadata_key="window")
+
+    def run(*steps: Any) -> dict[str, list[NodeWithScore]]:
+        found = {}
+        for query, bundle in asked.items():
+            nodes = base.retrieve(bundle)
+            for step in steps:
+                nodes = step.postprocess_nodes(nodes, bundle)
+            found[query] = nodes
+        return found
+
+    found = run(post, replace)
+    assert _rank_one(found, corpus) == len(EXPECTED)
+    for query, nodes in found.items():
+        assert all(n.node.node_id in parsed for n in nodes), query
+        assert [n.node.get_content() for n in nodes] == [
+            parsed[n.node.node_id].metadata["window"] for n in nodes
+        ], query
+        assert len({n.node.node_id for n in nodes}) == len(nodes), query
+
+    other = [n for nodes in run(replace, post).values() for n in nodes]
+    bare = [n for n in other if n.node.get_content() != parsed[n.node.node_id].metadata["window"]]
+    assert bare and all(n.node.get_content() == parsed[n.node.node_id].text for n in bare)
 
 
 def test_argus_retriever_refuses_what_it_cannot_fold_with():
