@@ -79,17 +79,9 @@ def index_sources(
         >>> index_sources(argus.transform_documents(docs), manager, store)  # doctest: +SKIP
         {'num_added': 24, 'num_updated': 0, 'num_skipped': 0, 'num_deleted': 0}
     """
-    _check(cleanup, batch_size, kwargs)
+    settings = _settings(cleanup, batch_size, kwargs)
     checked = _forgetting_missing(documents, record_manager, vector_store, batch_size)
-    return index(
-        checked,
-        record_manager,
-        vector_store,
-        cleanup=_CLEANUP[cleanup],  # type: ignore[arg-type]
-        source_id_key=SOURCE_KEY,
-        batch_size=batch_size,
-        **kwargs,
-    )
+    return index(checked, record_manager, vector_store, **settings)
 
 
 async def aindex_sources(
@@ -119,26 +111,25 @@ async def aindex_sources(
     Raises:
         ArgusInputError: As for :func:`index_sources`.
     """
-    _check(cleanup, batch_size, kwargs)
+    settings = _settings(cleanup, batch_size, kwargs)
     checked = _aforgetting_missing(documents, record_manager, vector_store, batch_size)
-    return await aindex(
-        checked,
-        record_manager,
-        vector_store,
-        cleanup=_CLEANUP[cleanup],  # type: ignore[arg-type]
-        source_id_key=SOURCE_KEY,
-        batch_size=batch_size,
-        **kwargs,
-    )
+    return await aindex(checked, record_manager, vector_store, **settings)
 
 
-def _check(cleanup: Any, batch_size: int, kwargs: dict[str, Any]) -> None:
+def _settings(cleanup: Any, batch_size: int, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``index()``'s (and ``aindex()``'s) settings for argus output, the caller's checked."""
     if cleanup not in _CLEANUP:
         raise ArgusInputError(f"cleanup must be 'incremental', 'full' or None, got {cleanup!r}")
     if "source_id_key" in kwargs:
         raise ArgusInputError("index_sources groups by argus_source_id; drop source_id_key")
     if batch_size < 1:
         raise ArgusInputError(f"batch_size must be >= 1, got {batch_size}")
+    return {
+        "cleanup": _CLEANUP[cleanup],
+        "source_id_key": SOURCE_KEY,
+        "batch_size": batch_size,
+        **kwargs,
+    }
 
 
 def delete_sources(
