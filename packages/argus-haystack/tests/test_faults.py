@@ -30,6 +30,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret
 
+from argus_ir.errors import StoreReadError
 from argus_ir.testing import SCENARIO
 from argus_ir.testing.postgres import postgres_server, private_postgres_server
 from haystack_integrations.components.augmenters.argus import ArgusSourceCleaner, delete_sources
@@ -305,12 +306,14 @@ def test_server_stopped_between_search_and_fetch_raises_naming_the_store(augment
             collapser = ArgusCollapser(top_k=3, document_store=store)
             want = [(d.id, d.content, d.score) for d in collapser.run(documents=hits)["documents"]]
             pg.stop()
-            with pytest.raises(DocumentStoreError, match="PgvectorDocumentStore"):
-                collapser.run(documents=hits)
-            with pytest.raises(DocumentStoreError, match="PgvectorDocumentStore"):
-                asyncio.run(collapser.run_async(documents=hits))
-            with pytest.raises(DocumentStoreError, match="PgvectorDocumentStore"):
-                delete_sources(store, [TARGET])
+            for failing in (
+                lambda: collapser.run(documents=hits),
+                lambda: asyncio.run(collapser.run_async(documents=hits)),
+                lambda: delete_sources(store, [TARGET]),
+            ):
+                with pytest.raises(DocumentStoreError, match="PgvectorDocumentStore") as failed:
+                    failing()
+                assert isinstance(failed.value, StoreReadError)  # as LangChain and LlamaIndex
             pg.start()
             got = collapser.run(documents=hits)["documents"]
             assert [(d.id, d.content, d.score) for d in got] == want

@@ -18,9 +18,16 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
-__all__ = ["aread", "read", "twin_store"]
+from argus_ir.errors import StoreReadError
+
+__all__ = ["DocumentStoreReadError", "aread", "read", "twin_store"]
 
 logger = logging.getLogger(__name__)
+
+
+class DocumentStoreReadError(StoreReadError, DocumentStoreError):
+    """A read of a Haystack document store that failed: Haystack's ``DocumentStoreError``, and
+    argus's :class:`~argus_ir.errors.StoreReadError` as LangChain and LlamaIndex raise it."""
 
 
 def read(store: Any, field: str, values: Sequence[str]) -> dict[str, list[Document]]:
@@ -35,7 +42,8 @@ def read(store: Any, field: str, values: Sequence[str]) -> dict[str, list[Docume
         For each value that matched, its entries.
 
     Raises:
-        DocumentStoreError: A read failed (the store is down, say); the message names the store.
+        DocumentStoreReadError: A read failed (the store is down, say); the message names the
+            store. It is a ``DocumentStoreError`` and a ``StoreReadError``.
     """
     wanted = list(dict.fromkeys(values))
     if not wanted:
@@ -43,7 +51,7 @@ def read(store: Any, field: str, values: Sequence[str]) -> dict[str, list[Docume
     try:
         return _read(store, field, wanted)
     except Exception as exc:
-        raise DocumentStoreError(
+        raise DocumentStoreReadError(
             f"could not read from {type(store).__name__} the entries whose {field} is one of "
             f"{len(wanted)} value(s) ({type(exc).__name__}: {exc}); nothing was left out for it"
         ) from exc
