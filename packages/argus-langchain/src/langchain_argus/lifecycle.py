@@ -117,7 +117,7 @@ async def aindex_sources(
 
 
 def _settings(cleanup: Any, batch_size: int, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``index()``'s (and ``aindex()``'s) settings for argus output, the caller's checked."""
+    """``index()``'s (and ``aindex()``'s) settings for argus output, after checking the caller's."""
     if cleanup not in _CLEANUP:
         raise ArgusInputError(f"cleanup must be 'incremental', 'full' or None, got {cleanup!r}")
     if "source_id_key" in kwargs:
