@@ -22,6 +22,7 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.probes.artifact import TrainedProbe
 from argus_ir.text.grounding import normalize
 from argus_ir.text.mentions import Mention, MentionExtractor
+from argus_ir.text.names import NameMatcher
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -179,6 +180,8 @@ class Diagnoser:
             the retriever does not run on the CPU). Where it does not, NER runs ahead of the pass
             in the same call when the mention backend has worker processes, beside it in a
             thread when not.
+        names: Names a KB knows (:class:`~argus_ir.text.names.NameMatcher`): a span of a text
+            that is one of them is a mention even where NER cut or missed it (default: none).
 
     Its owner ends the NER thread and the mention backend's worker processes with
     :meth:`close` (or a ``with`` block) when done with it.
@@ -195,6 +198,7 @@ class Diagnoser:
         *,
         tau: float | None = None,
         ner_apart: bool | None = None,
+        names: NameMatcher | None = None,
     ) -> None:
         info = encoder.info
         probe.check_compatible(info.retriever_id, info.dim, info.pooling)
@@ -207,6 +211,7 @@ class Diagnoser:
         if ner_apart is None:
             ner_apart = not _on_cpu(getattr(encoder, "device", "cpu"))
         self.ner_runs_apart = ner_apart
+        self.names = names
         self._ner_thread: ThreadPoolExecutor | None = None
 
     def diagnose(
@@ -305,6 +310,8 @@ class Diagnoser:
                 started.cancel()  # NER's own outcome is of no use now; the pass's error is
                 raise
             found = started.mentions.result()
+        if self.names is not None:  # spans the KB names in full, where NER cut or missed them
+            found = [self.names.merge(text, ms) for text, ms in zip(read, found, strict=True)]
         out = []
         for doc_id, mentions, enc in zip(started.ids, found, encoded):
             if mentions:

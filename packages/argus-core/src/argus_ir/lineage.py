@@ -16,6 +16,9 @@ __all__ = [
     "KB_GENERATED_KEY",
     "KB_ID_KEY",
     "KB_MATCH_KEY",
+    "KNOWLEDGE_ID_KEY",
+    "KNOWLEDGE_KEY",
+    "KNOWLEDGE_KEYS",
     "LLM_KEY",
     "PROMPT_KEY",
     "RPS_KEY",
@@ -48,6 +51,14 @@ LLM_KEY = "argus_llm"
 """The model that wrote a synthesis view."""
 FALLBACK_KEY = "argus_fallback"
 """Why a synthesis view fell back to the descriptor view."""
+KNOWLEDGE_KEY = "argus_knowledge"
+"""On an original enriched in place: the knowledge written into its vector, one sentence per
+entity (the index embeds the original's own string with this before it; the stored text is the
+user's). Absent on an original that was not enriched."""
+KNOWLEDGE_ID_KEY = "argus_knowledge_kb_id"
+"""On an enriched original: the KB passages its knowledge came from (``|``-joined)."""
+KNOWLEDGE_KEYS = (KNOWLEDGE_KEY, KNOWLEDGE_ID_KEY)
+"""The keys of in-place enrichment: the only lineage an original carries besides its own."""
 
 ARGUS_KEYS = (
     SOURCE_KEY,
@@ -61,5 +72,7 @@ ARGUS_KEYS = (
     PROMPT_KEY,
     LLM_KEY,
     FALLBACK_KEY,
+    KNOWLEDGE_KEY,
+    KNOWLEDGE_ID_KEY,
 )
 """Every lineage key a view may carry (adapters keep them out of embeddings and LLM prompts)."""

@@ -76,8 +76,10 @@ class Argus:
         probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
         k: Retrieval budget of the shipped probe (10 or 50).
         tau: Flagging threshold (default: the probe's, 0.3).
-        remedy: ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or
-            ``"synthesis"`` (default: :data:`~argus_ir.remedy.DEFAULT_REMEDY`).
+        remedy: ``"auto"``, ``"enrich"``, ``"expansion"``, ``"merged"``, ``"descriptor"``,
+            ``"focus"`` or ``"synthesis"`` (default: :data:`~argus_ir.remedy.DEFAULT_REMEDY`,
+            ``"auto"``: the user's own knowledge by name into the original's vector where the
+            index embeds what argus asks, the rest as descriptor views).
         k_aug: KB passages per flagged entity (the paper's 2).
         kb: A shipped KB by name (``"wikipedia"``: the 10,033 Wikipedia lead paragraphs;
             ``"wikipedia+places"``: those, with place mentions routed to GeoNames, the
@@ -219,6 +221,7 @@ class Argus:
     def _load_diagnoser(self) -> Diagnoser:
         from argus_ir.probes import TrainedProbe, load_shipped_probe
         from argus_ir.text.mentions import SpacyMentions
+        from argus_ir.text.names import users_names
 
         probe = (
             load_shipped_probe(self.retriever, self.k)
@@ -230,7 +233,8 @@ class Argus:
         apart = ner_apart(encoder.device)
         processes = self.ner_processes or ner_processes(encoder.device)
         mentions = SpacyMentions(model, processes=processes, apart=apart)
-        return Diagnoser(encoder, probe, mentions, tau=self.tau, ner_apart=apart)
+        names = users_names(self._get("kb"))  # the user's KB's names, found where NER cuts them
+        return Diagnoser(encoder, probe, mentions, tau=self.tau, ner_apart=apart, names=names)
 
     def _load_kb(self) -> KnowledgeBase:
         return match_titles(self._load_kb_source(), self.kb_match)
@@ -355,15 +359,21 @@ class Argus:
         stats: RemedyStats | None = None,
         show_progress: bool | None = None,
         vectors: bool | None = None,
+        in_place: bool | None = None,
     ) -> Iterator[tuple[Diagnosis, list[View]]]:
         """Like :meth:`augment`, per document: its diagnosis and its entries (original first).
 
         ``show_progress`` overrides the field for this call (adapters pass their framework's);
         ``vectors=False`` leaves the entries without vectors whatever ``embed`` says (an adapter
-        whose index embeds other strings computes them itself).
+        whose index embeds other strings computes them itself); ``in_place`` as in
+        :meth:`process_batches`.
         """
         batches = self.process_batches(
-            documents, stats=stats, show_progress=show_progress, vectors=vectors
+            documents,
+            stats=stats,
+            show_progress=show_progress,
+            vectors=vectors,
+            in_place=in_place,
         )
         for batch in batches:
             for _, diagnosis, views in batch:
@@ -379,6 +389,7 @@ class Argus:
         done: int = 0,
         pool: Iterable[DocumentLike] | None = None,
         vectors: bool | None = None,
+        in_place: bool | None = None,
     ) -> Iterator[list[tuple[Document, Diagnosis, list[View]]]]:
         """One list per batch of ``batch_size`` documents: each document, its diagnosis, its entries.
 
@@ -387,10 +398,13 @@ class Argus:
         a stream whose length is known, or a run resumed after ``done`` documents). With
         ``targeting="corpus"``, ``pool`` (the corpus from its start) refills the reach pool of a
         resumed run, so it flags what an uninterrupted run would. ``vectors`` (default: ``embed``)
-        gives every entry its vector.
+        gives every entry its vector. ``in_place`` (default: ``vectors``) says whether the index
+        embeds an original as argus asks (its knowledge first): only then do ``enrich`` and
+        ``auto`` write knowledge into an original's vector; otherwise it goes into a view.
         """
         stats = RemedyStats() if stats is None else stats
         vectors = self.embed if vectors is None else vectors
+        in_place = vectors if in_place is None else in_place
         batches = self._batches(documents, show_progress, total=total, done=done)
         targeted = self._targeted(batches, pool, stats.failures)
         with closing(targeted):  # a consumer that stops early stops the look-ahead with it
@@ -418,6 +432,7 @@ class Argus:
                     batch_size=len(batch),
                     stats=stats,
                     max_views=self.max_views,
+                    in_place=in_place,
                 )
                 grouped: dict[str, list[View]] = {}
                 for view in views:

@@ -22,12 +22,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from argus_ir.diagnose import Diagnosis, readable_text
 from argus_ir.documents import Document
+from argus_ir.lineage import KNOWLEDGE_KEY
 from argus_ir.remedy.view import View
 
 if TYPE_CHECKING:
@@ -35,7 +36,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["VECTOR_PRECISION", "IndexEmbedder", "pass_precision", "with_vectors"]
+__all__ = [
+    "VECTOR_PRECISION",
+    "IndexEmbedder",
+    "indexed_string",
+    "pass_precision",
+    "with_vectors",
+]
 
 Entries = list[tuple[Document, Diagnosis, list[View]]]
 
@@ -129,21 +136,36 @@ class IndexEmbedder:
         return [np.asarray(enc.doc_vector, dtype=np.float32) for enc in encoded]
 
 
+def indexed_string(text: str, metadata: Mapping[str, Any] | None) -> str:
+    """What an index embeds for an entry whose own string is ``text``: ``text`` itself, or for an
+    original enriched in place its knowledge first (``argus_knowledge``,
+    :func:`~argus_ir.remedy.texts.enriched_text`)."""
+    from argus_ir.remedy.texts import enriched_text
+
+    knowledge = (metadata or {}).get(KNOWLEDGE_KEY)
+    return enriched_text(text, knowledge if isinstance(knowledge, str) else None)
+
+
 def with_vectors(
     embedder: IndexEmbedder, done: Entries, failures: list[tuple[str, str]]
 ) -> Entries:
     """A streamed batch's entries (each document, its diagnosis, its original first and then its
     views), every entry with the vector of what an index embeds of it: a view's text, a
     document's title and text (:attr:`Document.index_text <argus_ir.documents.Document.index_text>`,
-    also for a record of an earlier run passed through). The pass's vector for a document it
-    read; the embedder's for the rest, in one batch."""
+    also for a record of an earlier run passed through), led by its knowledge where it was
+    enriched in place (:func:`indexed_string`). The pass's vector for a document it read; the
+    embedder's for the rest, in one batch."""
     known: dict[str, np.ndarray] = {}
     for doc, diagnosis, _ in done:
         vector = embedder.known(doc.index_text, diagnosis)
         if vector is not None:
             known[doc.index_text] = vector
     flat = [view for _, _, views in done for view in views]
-    texts = [t for doc, _, views in done for t in (doc.index_text, *(v.text for v in views[1:]))]
+    texts = [
+        t
+        for doc, _, views in done
+        for t in (indexed_string(doc.index_text, views[0].metadata), *(v.text for v in views[1:]))
+    ]
     vectors = iter(embedder.embed(texts, known, failures=failures, ids=[v.id for v in flat]))
     return [
         (doc, diagnosis, [replace(v, vector=next(vectors)) for v in views])

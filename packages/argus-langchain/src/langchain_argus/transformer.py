@@ -22,6 +22,7 @@ from argus_ir.runners.integration import (
     augment_records,
 )
 from argus_ir.settings import argus_settings
+from argus_ir.vectors import indexed_string
 from langchain_argus.embeddings import DEFAULT_MAX_PENDING, ArgusEmbeddings, PendingVectors
 from langchain_argus.kb import store_kb
 
@@ -231,7 +232,10 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         show = self.show_progress if show_progress is None else show_progress
         texts = [doc.page_content for doc in out]
         ids = [str(doc.id) for doc in out]
-        self._vectors_pending().put(texts, result.index_vectors(self.argus, texts, ids, show))
+        # an original enriched in place: the vector of its text and then its knowledge, held for
+        # the text the store will ask about (its page_content, the user's)
+        strings = [indexed_string(doc.page_content, doc.metadata) for doc in out]
+        self._vectors_pending().put(texts, result.index_vectors(self.argus, strings, ids, show))
         self._last_stats = result.stats_dict()  # with any text that could not be embedded
 
     def _finish(self, documents: Sequence[Document], result: AugmentResult) -> list[Document]:

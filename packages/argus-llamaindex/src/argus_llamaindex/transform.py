@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from argus_ir import Argus
+from argus_ir.lineage import KNOWLEDGE_KEYS
 from argus_ir.runners.integration import (
     ARGUS_KEYS,
     TRUST_LINEAGE,
@@ -35,6 +36,7 @@ from argus_ir.runners.integration import (
     original_lineage,
 )
 from argus_ir.settings import argus_settings, setting_docs
+from argus_ir.vectors import indexed_string
 from argus_llamaindex.kb import is_store, store_kb
 
 __all__ = ["ArgusTransform"]
@@ -236,7 +238,11 @@ class ArgusTransform(TransformComponent):
         given = {id(node) for node in nodes}
         out = [node.model_copy() if id(node) in given else node for node in out]
         targets = [node for node in out if _embeds_text(node)]
-        texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in targets]
+        # an original enriched in place: LlamaIndex's string for it, then its knowledge
+        texts = [
+            indexed_string(node.get_content(metadata_mode=MetadataMode.EMBED), node.metadata)
+            for node in targets
+        ]
         ids = [node.node_id for node in targets]
         vectors = result.index_vectors(self.argus, texts, ids, show)
         for node, vector in zip(targets, vectors, strict=True):
@@ -290,11 +296,12 @@ def _with_lineage(node: BaseNode, node_id: str, metadata: dict[str, Any]) -> Bas
     its own source, so stores record its ``ref_doc_id`` and ``delete_ref_doc`` removes it with the
     views that name it.
     """
-    lineage = original_lineage(node_id)
+    # its lineage and any knowledge written into its vector (which argus embeds after the text)
+    lineage = [*original_lineage(node_id), *(k for k in KNOWLEDGE_KEYS if k in metadata)]
     copy = node.model_copy(deep=True)
     copy.metadata = dict(metadata)
-    copy.excluded_embed_metadata_keys = _merge(copy.excluded_embed_metadata_keys, list(lineage))
-    copy.excluded_llm_metadata_keys = _merge(copy.excluded_llm_metadata_keys, list(lineage))
+    copy.excluded_embed_metadata_keys = _merge(copy.excluded_embed_metadata_keys, lineage)
+    copy.excluded_llm_metadata_keys = _merge(copy.excluded_llm_metadata_keys, lineage)
     if NodeRelationship.SOURCE not in copy.relationships:
         copy.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
             node_id=node_id, node_type=node.get_type()

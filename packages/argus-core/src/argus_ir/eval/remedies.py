@@ -28,8 +28,9 @@ from argus_ir.eval.search import (
     embed_texts,
 )
 from argus_ir.eval.significance import paired_test, rps_of_gold
-from argus_ir.lineage import ENTITY_KEY, KB_ID_KEY, KB_MATCH_KEY, VIEW_KEY
+from argus_ir.lineage import ENTITY_KEY, KB_ID_KEY, KB_MATCH_KEY, KNOWLEDGE_KEY, VIEW_KEY
 from argus_ir.remedy import ORIGINAL
+from argus_ir.vectors import indexed_string
 
 __all__ = ["evaluate", "explain_result"]
 
@@ -197,7 +198,7 @@ def evaluate(
                 result.targeting_scores["corpus"] = dict(tg.max_reach(reached))
             flagged = reached if tau is None else [d.at_tau(tau) for d in reached]
         t0 = time.perf_counter()
-        views = [
+        entries = [
             v
             for v in apply_remedy(
                 tqdm(
@@ -217,13 +218,22 @@ def evaluate(
                 show_progress=show_progress,
                 max_views=cond_argus.max_views,
             )
-            if not v.is_original
         ]
         remedy_s = time.perf_counter() - t0
+        views = [v for v in entries if not v.is_original]
+        # originals enriched in place: their row is the embedding of their knowledge and text
+        enriched = [v for v in entries if v.is_original and KNOWLEDGE_KEY in v.metadata]
         vvec, views_s = embed([v.text for v in views])
         entry_ids = doc_ids + [v.id for v in views]
         source_of = {v.id: v.source_id for v in views}
-        vectors = np.vstack([base, vvec]) if len(views) else base
+        own = base
+        if enriched:
+            evec, enrich_s = embed([indexed_string(v.text, v.metadata) for v in enriched])
+            views_s += enrich_s
+            own = base.copy()
+            row = {doc_id: i for i, doc_id in enumerate(doc_ids)}
+            own[[row[v.id] for v in enriched]] = evec
+        vectors = np.vstack([own, vvec]) if len(views) else own
         rankings = dense_rankings(
             qvec, qids, vectors, entry_ids, source_of, depth=depth, view_discount=discount
         )

@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -215,11 +215,23 @@ def _takes_context(kind: type[Any]) -> bool:
     return "label" in params and "context" in params
 
 
+def own_sources(kb: Any) -> list[Any]:
+    """The sources of ``kb`` that hold the user's own knowledge (a passages file or folder, a
+    framework store): every source of a composite, or ``kb`` itself, that is not one argus ships
+    (``shipped = True``: the Wikipedia leads, the gazetteer, the phenotypes)."""
+    sources = getattr(kb, "sources", None)
+    listed = list(sources.values()) if isinstance(sources, Mapping) else [kb]
+    return [s for s in listed if not getattr(s, "shipped", False)]
+
+
 class ReferenceKB:
     """Passages with a BM25 index over title + text.
 
     Build with :meth:`from_passages`, :meth:`from_file` or :meth:`default`; reload with :meth:`load`.
     """
+
+    shipped = False
+    """Whether this is argus's own KB (the shipped Wikipedia leads), not a user's."""
 
     def __init__(
         self,
@@ -361,6 +373,11 @@ class ReferenceKB:
         key = normalize(surface)
         i = None if key in self._by_title else self._by_alias.get(key)
         return None if i is None else self.passages[i]
+
+    def names(self) -> Iterator[str]:
+        """Every name the KB knows a passage by: its titles, then its aliases."""
+        yield from (p.title for p in self.passages)
+        yield from (alias for alias, _ in self.aliases)
 
     def known(self, surface: str) -> Passage | None:
         """The passage known by the surface form: titled with it, else with it as an alias."""

@@ -101,6 +101,7 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
     """
     resolved = _resolve(name)
     wiki = ReferenceKB.default(show_progress=show_progress)
+    wiki.shipped = True  # argus's knowledge, not the user's (argus_ir.kb.reference.own_sources)
     if resolved == "wikipedia":
         return wiki
     sources: dict[str, Any] = {"wikipedia": wiki, "places": Gazetteer()}

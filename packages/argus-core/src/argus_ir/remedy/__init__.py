@@ -12,6 +12,16 @@
   entities: the document's opening line, then that sentence with each entity's short KB
   description after its mention. The view fits the retriever's window whatever the document's
   length, and it is about the entity in its context rather than the whole document.
+- ``enrich`` (no LLM; beyond the paper, document expansion in place): no view; the knowledge of
+  each flagged entity, one sentence each, is written into the *vector* of the original (the index
+  embeds ``argus_knowledge``, then the original's own string), while its stored text stays the
+  user's. It needs an index that embeds what argus asks (``embed=True``, or a framework that
+  embeds the knowledge key); elsewhere the knowledge becomes a descriptor view.
+- ``auto`` (the default): trust decides place. Knowledge from the user's own KB that names the
+  entity exactly (title or alias) goes into the original's vector, for every entity it knows,
+  flagged or not; everything else (the shipped KB, BM25 answers) goes into a descriptor view
+  beside the original, for flagged entities only, so a description that can be wrong never moves
+  the original away from the queries it answered.
 - ``synthesis`` (the paper's KB-guided LLM synthesis): one view written by an LLM with the Fig. 8
   prompt, accepted only when it is the original plus short insertions
   (:func:`argus_ir.remedy.synthesis.check_rewrite`); a rejected reply is retried once, then the document
@@ -46,6 +56,7 @@ from argus_ir.remedy.texts import (
 from argus_ir.remedy.view import (
     DEFAULT_REMEDY,
     GENERATED_PREFIX,
+    IN_PLACE,
     KINDS,
     ORIGINAL,
     WINDOW_ONLY,
@@ -57,6 +68,7 @@ __all__ = [
     "DEFAULT_CONTEXT_THRESHOLD",
     "DEFAULT_REMEDY",
     "GENERATED_PREFIX",
+    "IN_PLACE",
     "KINDS",
     "ORIGINAL",
     "WINDOW_ONLY",

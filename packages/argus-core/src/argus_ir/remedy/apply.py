@@ -17,12 +17,15 @@ from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ask
 from argus_ir.kb.composite import match_kind
+from argus_ir.kb.reference import own_sources
 from argus_ir.lineage import (
     ENTITY_KEY,
     FALLBACK_KEY,
     KB_GENERATED_KEY,
     KB_ID_KEY,
     KB_MATCH_KEY,
+    KNOWLEDGE_ID_KEY,
+    KNOWLEDGE_KEY,
     LLM_KEY,
     PROMPT_KEY,
     RPS_KEY,
@@ -42,11 +45,12 @@ from argus_ir.remedy.synthesis import (
 from argus_ir.remedy.texts import (
     descriptor_text,
     focus_texts,
+    knowledge_sentence,
     passage_text,
     view_id,
     view_key,
 )
-from argus_ir.remedy.view import GENERATED_PREFIX, KINDS, ORIGINAL, View
+from argus_ir.remedy.view import GENERATED_PREFIX, IN_PLACE, KINDS, ORIGINAL, View
 
 __all__ = ["Plan", "apply_remedy", "plan_remedy"]
 
@@ -86,9 +90,10 @@ def _plan(
     stats: RemedyStats | None,
     max_views: int | None = None,
     text: str | None = None,
+    entities: Sequence[EntityRisk] | None = None,
 ) -> Plan:
     plan: Plan = []
-    flagged = diagnosis.flagged
+    flagged = diagnosis.flagged if entities is None else list(entities)
     if max_views is not None:  # riskiest first; the budget is spent in that order below
         flagged = sorted(flagged, key=lambda r: r.rps)
     budget = max_views
@@ -104,7 +109,7 @@ def _plan(
                 stats.context_dropped += len(hits) - len(kept)
             hits = kept
         if not hits:
-            if stats is not None:
+            if stats is not None and risk.flagged:
                 stats.no_kb_hit += 1
             continue
         source_of = getattr(kb, "source_of", None)
@@ -116,6 +121,40 @@ def _plan(
             budget -= len(hits)
         plan.append((risk, hits))
     return plan
+
+
+TRUSTED_MATCHES = frozenset({"title", "alias"})
+"""How a passage of the user's own KB must be matched to be written into the original's vector
+by ``auto``: by the entity's exact name or alias (never a BM25 answer)."""
+
+
+def trusted(kb: KnowledgeBase, surface: str, passage: Passage) -> bool:
+    """Whether ``auto`` writes ``passage`` into the vector of the original that mentions
+    ``surface``: it comes from the user's own KB (:func:`~argus_ir.kb.reference.own_sources`,
+    not a shipped source, not an LLM's line) and names the entity exactly
+    (:data:`TRUSTED_MATCHES`)."""
+    if passage.id.startswith(GENERATED_PREFIX):
+        return False
+    own = own_sources(kb)
+    held = (getattr(source, "passage", None) for source in own)
+    if not any(find is not None and find(passage.id) is not None for find in held):
+        return False
+    return match_kind(kb, surface, passage) in TRUSTED_MATCHES
+
+
+def _knowledge(doc_id: str, plan: Plan) -> dict[str, Any]:
+    """An original's lineage with the knowledge of ``plan`` written in (one sentence per entity,
+    from its first passage)."""
+    sentences, ids = [], []
+    for risk, passages in plan:
+        sentence = knowledge_sentence(risk.surface, passages[0])
+        if sentence and sentence not in sentences:
+            sentences.append(sentence)
+            ids.append(passages[0].id)
+    out: dict[str, Any] = {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL}
+    if sentences:
+        out.update({KNOWLEDGE_KEY: " ".join(sentences), KNOWLEDGE_ID_KEY: "|".join(ids)})
+    return out
 
 
 def _lineage(
@@ -366,6 +405,7 @@ def apply_remedy(
     stats: RemedyStats | None = None,
     show_progress: bool = False,
     max_views: int | None = None,
+    in_place: bool = True,
 ) -> Iterator[View]:
     """Yield each original, then its views, document by document (streamed in batches).
 
@@ -383,6 +423,10 @@ def apply_remedy(
         show_progress: Progress bars for LLM calls.
         max_views: At most this many views per document, riskiest entities first (``None``: no
             budget, as in the paper).
+        in_place: Whether the index embeds what argus asks for an original (its vector computed
+            by argus, or a framework that embeds the knowledge key), so ``enrich`` and ``auto``
+            may write knowledge into the original's vector; without it that knowledge becomes a
+            descriptor view (counted in ``stats.in_place_as_views``).
 
     Raises:
         ValueError: Unknown ``kind``, ``k_aug < 1``, ``max_views < 1``, synthesis without
@@ -404,8 +448,9 @@ def apply_remedy(
         max_views,
     )
     pairs = zip(documents, diagnoses, strict=True)
+    users = kind == "auto" and bool(own_sources(kb))
     while batch := list(islice(pairs, batch_size)):
-        yield from _batch(batch, kb, settings, context, llm, stats, show_progress)
+        yield from _batch(batch, kb, settings, context, llm, stats, show_progress, in_place, users)
 
 
 def _batch(
@@ -416,8 +461,11 @@ def _batch(
     llm: LLM | None,
     stats: RemedyStats,
     show_progress: bool,
+    in_place: bool = True,
+    users: bool = False,
 ) -> Iterator[View]:
     planned: list[tuple[str, str, Plan]] = []
+    placed: dict[str, Plan] = {}  # knowledge that goes into the original's vector
     for (doc_id, text), diagnosis in batch:
         if diagnosis.doc_id != doc_id:
             raise ArgusInputError(
@@ -432,7 +480,13 @@ def _batch(
                     for r in diagnosis.flagged
                     for p, _ in ask(kb, r.surface, settings.k_aug, label=r.label, context=text)
                 )
-            plan = _plan(diagnosis, kb, settings.k_aug, context, stats, settings.max_views, text)
+            # ``auto`` with a KB of the user's: every entity it knows by name, flagged or not
+            entities = diagnosis.entities if users else None
+            plan = _plan(
+                diagnosis, kb, settings.k_aug, context, stats, settings.max_views, text, entities
+            )
+            if settings.kind in IN_PLACE:
+                plan, placed[doc_id] = _place(kb, plan, settings.kind, in_place, stats)
             planned.append((doc_id, text, plan))
         except Exception as exc:
             _fail(stats, doc_id, settings.kind, exc)
@@ -447,7 +501,10 @@ def _batch(
                 if plan:
                     _fail(stats, doc_id, "synthesis", exc)
     for doc_id, text, plan in planned:
-        yield View(doc_id, text, {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL})
+        original = _knowledge(doc_id, placed.get(doc_id, []))
+        if KNOWLEDGE_KEY in original:
+            stats.enriched += 1
+        yield View(doc_id, text, original)
         if not plan:
             continue
         try:
@@ -455,7 +512,7 @@ def _batch(
                 views = _expansion_views(doc_id, text, plan, settings, kb)
             elif settings.kind == "merged":
                 views = [_merged_view(doc_id, text, plan, settings, kb)]
-            elif settings.kind == "descriptor":
+            elif settings.kind in ("descriptor", *IN_PLACE):
                 views = [_descriptor_view(doc_id, text, plan, settings, kb)]
             elif settings.kind == "focus":
                 views = _focus_views(doc_id, text, plan, settings, kb)
@@ -466,6 +523,28 @@ def _batch(
             continue
         stats.views += len(views)
         yield from views
+
+
+def _place(
+    kb: KnowledgeBase, plan: Plan, kind: str, in_place: bool, stats: RemedyStats
+) -> tuple[Plan, Plan]:
+    """Split a document's plan into (entities for a descriptor view, entities whose knowledge
+    goes into the original's vector). ``enrich`` places every flagged entity; ``auto`` places
+    what :func:`trusted` allows and keeps a view for the rest that the probe flagged. Without
+    ``in_place`` everything placed becomes part of the view instead."""
+    if kind == "enrich":
+        view, placed = [], plan
+    else:
+        view, placed = [], []
+        for risk, passages in plan:
+            if trusted(kb, risk.surface, passages[0]):
+                placed.append((risk, passages))
+            elif risk.flagged:
+                view.append((risk, passages))
+    if not in_place and placed:
+        stats.in_place_as_views += len(placed)
+        return plan if kind == "enrich" else [*view, *placed], []
+    return view, placed
 
 
 def _fail(stats: RemedyStats, doc_id: str, kind: str, exc: Exception) -> None:

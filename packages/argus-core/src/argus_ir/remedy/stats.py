@@ -44,6 +44,11 @@ class RemedyStats:
             :data:`~argus_ir.kb.llm.GIVE_UP_AFTER` failed lookups in a row (``""`` while it asks).
         kb_llm_refused: KB-LLM lines refused by the prompt's rules (over twelve words, a
             control or bidirectional character, an over-long word).
+        enriched: Originals whose vector embeds knowledge written in place (``enrich``, ``auto``;
+            the knowledge is in their ``argus_knowledge``).
+        in_place_as_views: Entities whose knowledge would have gone into the original's vector
+            but went into a descriptor view, because the index embeds the original itself (no
+            ``embed=True``, no framework that embeds ``argus_knowledge``).
     """
 
     documents: int = 0
@@ -58,6 +63,8 @@ class RemedyStats:
     fallbacks: int = 0
     passed_through: int = 0
     no_text: int = 0
+    enriched: int = 0
+    in_place_as_views: int = 0
     fallback_reasons: list[tuple[str, str]] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
     kb_sources: dict[str, int] = field(default_factory=dict)

@@ -10,14 +10,25 @@ if TYPE_CHECKING:
 
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 
-__all__ = ["DEFAULT_REMEDY", "GENERATED_PREFIX", "KINDS", "ORIGINAL", "WINDOW_ONLY", "View"]
+__all__ = [
+    "DEFAULT_REMEDY",
+    "GENERATED_PREFIX",
+    "IN_PLACE",
+    "KINDS",
+    "ORIGINAL",
+    "WINDOW_ONLY",
+    "View",
+]
 
-KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis")
+KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis", "enrich", "auto")
 """The remedy kinds (the package docstring describes each)."""
-DEFAULT_REMEDY = "descriptor"
+IN_PLACE = frozenset({"enrich", "auto"})
+"""Remedies that write knowledge into an original's vector (in-place enrichment): its stored text
+stays the user's, its knowledge is kept in ``argus_knowledge`` and embedded before it."""
+DEFAULT_REMEDY = "auto"
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
-WINDOW_ONLY = frozenset({"descriptor"})
+WINDOW_ONLY = frozenset({"descriptor", "enrich", "auto"})
 """Remedies whose views keep the document's own text first, so the retriever reads a view only as
 far as it reads the original: a description inserted past that window can never change the view's
 vector. Their diagnosis reads the retriever's window alone (``Diagnoser.diagnose(window_only=True)``),

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
+from argus_ir.lineage import ARGUS_KEYS, KNOWLEDGE_KEYS, SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
 from argus_ir.remedy import ORIGINAL, RemedyStats, View
 from argus_ir.remedy.texts import VIEW_ID, view_id
 
@@ -63,6 +63,7 @@ __all__ = [
     "is_genuine_original",
     "is_genuine_view",
     "is_view",
+    "knowledge_of",
     "original_lineage",
     "original_metadata",
     "view_metadata",
@@ -186,10 +187,14 @@ def is_genuine_view(doc_id: str | None, metadata: Mapping[str, Any] | None) -> b
 
 def is_genuine_original(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
     """Whether a record is an original as argus writes one: its only lineage keys are
-    ``argus_view = "original"`` and its own id as ``argus_source_id`` (:func:`original_lineage`)."""
+    ``argus_view = "original"`` and its own id as ``argus_source_id`` (:func:`original_lineage`),
+    and where it was enriched in place, its knowledge (:data:`~argus_ir.lineage.KNOWLEDGE_KEYS`)."""
     if doc_id is None:
         return False
     lineage = {k: v for k, v in (metadata or {}).items() if k in ARGUS_KEYS}
+    knowledge = [lineage.pop(k) for k in KNOWLEDGE_KEYS if k in lineage]
+    if not all(isinstance(v, str) for v in knowledge):
+        return False
     return lineage == original_lineage(str(doc_id))
 
 
@@ -219,6 +224,12 @@ def original_metadata(metadata: Mapping[str, Any] | None, doc_id: str) -> dict[s
     return out
 
 
+def knowledge_of(original: View) -> dict[str, str]:
+    """The in-place knowledge an original carries (:data:`~argus_ir.lineage.KNOWLEDGE_KEYS`),
+    empty where it was not enriched."""
+    return {k: original.metadata[k] for k in KNOWLEDGE_KEYS if k in original.metadata}
+
+
 def view_metadata(original: Mapping[str, Any], view: View) -> dict[str, Any]:
     """A view's metadata: the original's (minus any argus keys) plus the view's lineage."""
     out = {k: v for k, v in original.items() if k not in ARGUS_KEYS}
@@ -245,6 +256,10 @@ class _Selection:
             dict(r.metadata) if pos in self.trusted else original_metadata(r.metadata, doc_id)
             for pos, (doc_id, r) in enumerate(zip(self.ids, records))
         ]
+        done = list(done)
+        for pos, views in zip(self.todo, done, strict=True):
+            # knowledge written into the original's vector (in-place enrichment) goes with it
+            metadata[pos].update(knowledge_of(views[0]) if views else {})
         return AugmentResult(
             _entries(records, self.ids, self.todo, done),
             self.ids,
@@ -333,7 +348,10 @@ def augment_records(
     stats = RemedyStats()
     docs = [(sel.ids[p], records[p].text) for p in sel.todo]
     known: dict[str, np.ndarray] = {}
-    processed = argus.process(docs, stats=stats, show_progress=show_progress, vectors=False)
+    # knowledge goes into an original's vector only where the adapter computes it (embed=True)
+    processed = argus.process(
+        docs, stats=stats, show_progress=show_progress, vectors=False, in_place=argus.embed
+    )
     done = [_keep(argus, known, diagnosis, views) for diagnosis, views in processed]
     return sel.result(records, done, stats, known)
 
@@ -374,7 +392,9 @@ async def aaugment_records(
 
     def run(chunk: list[int]) -> list[list[View]]:
         docs = [(ids[p], records[p].text) for p in chunk]
-        processed = argus.process(docs, stats=stats, show_progress=False, vectors=False)
+        processed = argus.process(
+            docs, stats=stats, show_progress=False, vectors=False, in_place=argus.embed
+        )
         return [_keep(argus, known, diagnosis, views) for diagnosis, views in processed]
 
     with tqdm(total=len(todo), desc="argus", unit="doc", disable=not show) as bar:

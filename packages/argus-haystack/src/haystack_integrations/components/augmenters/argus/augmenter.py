@@ -18,6 +18,7 @@ from argus_ir.runners.integration import (
     augment_records,
 )
 from argus_ir.settings import argus_settings
+from argus_ir.vectors import indexed_string
 from haystack_integrations.components.augmenters.argus.kb import (
     is_store,
     kb_from_dict,
@@ -303,13 +304,15 @@ class ArgusAugmenter:
         """The string ``SentenceTransformersDocumentEmbedder`` embeds for ``document`` with this
         component's settings: ``prefix``, then the values of ``meta_fields_to_embed`` (as
         ``str``; absent or ``None`` skipped) and the content joined by ``embedding_separator``,
-        then ``suffix``."""
+        then ``suffix``; an original enriched in place has its knowledge
+        (``argus_knowledge``) after the content, on a line of its own, before ``suffix``."""
         meta = document.meta
         values = [
             str(meta[name]) for name in self.meta_fields_to_embed if meta.get(name) is not None
         ]
         joined = self.embedding_separator.join([*values, document.content or ""])
-        return self.prefix + joined + self.suffix
+        # an original enriched in place: its knowledge after the content, inside the affixes
+        return self.prefix + indexed_string(joined, meta) + self.suffix
 
     def _embed(self, out: list[Document], result: AugmentResult) -> list[Document]:
         """Copies of ``out``, each with the vector of the string it embeds (a document without
