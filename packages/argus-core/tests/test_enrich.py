@@ -244,3 +244,29 @@ def test_evaluate_indexes_the_enriched_original_and_no_view(loaded, kb_file):
     auto = result.conditions["auto"]
     assert auto.entries == len(corpus) and auto.stats["enriched"] == 2
     assert auto.aggregate["nDCG@10"] > result.conditions["original"].aggregate["nDCG@10"]
+
+
+def test_the_ray_actor_writes_the_enriched_vector_and_keeps_the_text(loaded, kb_file, model):
+    """Ray's batch call, in this process: the original's text and title as read, its knowledge in
+    the record's metadata, and the vector of its text and knowledge in the float32 column."""
+    pytest.importorskip("ray")
+    import pyarrow as pa
+    import torch
+
+    from argus_ir.runners.ray_data import LINE_COLUMNS, ArgusBatchAugmenter
+    from argus_ir.runners.records import VECTOR_KEY
+
+    lines = [json.dumps(d) for d in DOCS]
+    table = pa.table(
+        {LINE_COLUMNS[0]: [f"c.jsonl:{i + 1}" for i in range(len(lines))], LINE_COLUMNS[1]: lines}
+    )
+    argus = _argus(loaded, kb=str(kb_file), embed=True, batch_size=8)
+    rows = ArgusBatchAugmenter(argus, threads=torch.get_num_threads())(table).to_pylist()
+    assert len(rows) == len(DOCS)  # no view
+    first = json.loads(rows[0]["argus_record"]) if rows[0]["argus_record"] else rows[0]
+    assert first["text"] == DOCS[0]["text"]
+    metadata = first["metadata"]
+    metadata = json.loads(metadata) if isinstance(metadata, str) else metadata
+    assert metadata[KNOWLEDGE_KEY] == KNOWN["d1"]
+    ref = model.encode([enriched_text(DOCS[0]["text"], KNOWN["d1"])])
+    assert _cos(np.asarray([rows[0][VECTOR_KEY]], dtype=np.float32), ref)[0] >= 0.9999

@@ -14,7 +14,7 @@ from argus_ir.cli.common import argus_settings, corpus_arg, llm_call_settings
 from argus_ir.cli.options import overwrite_option, remedy_options, retriever_options
 from argus_ir.errors import ArgusInputError
 from argus_ir.pipeline import DEFAULT_BATCH_SIZE
-from argus_ir.remedy import DEFAULT_REMEDY
+from argus_ir.remedy import DEFAULT_REMEDY, IN_PLACE
 from argus_ir.remedy import KINDS as REMEDIES
 from argus_ir.runners.records import VECTOR_KEY
 
@@ -264,7 +264,9 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
     the first failures on stderr."""
     stats = summary.stats
     verb = "would add" if args.dry_run else "added"
-    kinds = f"{stats.views} {args.remedy} views"
+    kinds = f"{stats.views} {'descriptor' if args.remedy in IN_PLACE else args.remedy} views"
+    if stats.enriched:  # knowledge written into originals' vectors (in-place enrichment)
+        kinds += f" and {stats.enriched} originals enriched in place"
     if args.remedy == "synthesis" and stats.fallbacks:  # say what was indexed, not what was asked
         kinds = (
             f"{stats.views} views ({stats.views - stats.fallbacks} synthesis, "
@@ -298,6 +300,12 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
     )
     if stats.fallbacks:
         print(f"  {stats.fallbacks} documents fell back to descriptor views", file=sys.stderr)
+    if stats.in_place_as_views:
+        print(
+            f"  {stats.in_place_as_views} entities' knowledge went into views, not into their "
+            "original's vector: the index embeds what argus asks only with --vectors",
+            file=sys.stderr,
+        )
     if stats.kb_llm_gave_up:
         print(f"  --kb-llm: {stats.kb_llm_gave_up}", file=sys.stderr)
     elif stats.kb_llm_failures:
