@@ -270,3 +270,17 @@ def test_the_ray_actor_writes_the_enriched_vector_and_keeps_the_text(loaded, kb_
     assert metadata[KNOWLEDGE_KEY] == KNOWN["d1"]
     ref = model.encode([enriched_text(DOCS[0]["text"], KNOWN["d1"])])
     assert _cos(np.asarray([rows[0][VECTOR_KEY]], dtype=np.float32), ref)[0] >= 0.9999
+
+
+def test_a_dry_run_projects_what_the_run_writes(kb_file, tmp_path, capsys):
+    from argus_ir.cli import main
+
+    corpus = _write(tmp_path / "c.jsonl", DOCS)
+    args = ["augment", str(corpus), "--kb", str(kb_file), "--dry-run"]
+    assert main([*args, "--vectors"]) == 0
+    printed = capsys.readouterr().out
+    assert "would add 0 descriptor views and 2 originals enriched in place" in printed
+    assert main(args) == 0  # without vectors, the knowledge would go into views
+    captured = capsys.readouterr()
+    assert "would add 2 descriptor views" in captured.out
+    assert "2 entities' knowledge went into views" in captured.err

@@ -509,6 +509,7 @@ class Argus:
                     context=self._get("context"),
                     stats=stats,
                     max_views=self.max_views,
+                    in_place=self.embed,
                 )
                 for diagnosis, (_, n) in zip(diagnoses, counts, strict=True):
                     yield diagnosis, n

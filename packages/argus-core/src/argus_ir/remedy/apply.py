@@ -353,20 +353,27 @@ def plan_remedy(
     context: ContextCheck | None = None,
     stats: RemedyStats | None = None,
     max_views: int | None = None,
+    in_place: bool = True,
 ) -> Iterator[tuple[str, int]]:
     """What :func:`apply_remedy` would add, without writing views or calling an LLM (dry run).
 
     Yields ``(document id, views it would get)``; ``stats`` gets the projected counts (``views``,
-    ``no_kb_hit``, ``context_dropped`` and, for synthesis, ``llm_calls`` before any retry). For
+    ``no_kb_hit``, ``context_dropped``, ``enriched`` and, for synthesis, ``llm_calls`` before any
+    retry; ``in_place`` as in :func:`apply_remedy`). For
     ``focus`` the count is an upper bound: one view per entity, where entities that share a
     sentence share a view.
     """
     _check(kind, k_aug, max_views)
     stats = RemedyStats() if stats is None else stats
+    users = kind == "auto" and bool(own_sources(kb))
     for diagnosis in diagnoses:
         stats.documents += 1
         stats.flagged_entities += len(diagnosis.flagged)
-        plan = _plan(diagnosis, kb, k_aug, context, stats, max_views)
+        entities = diagnosis.entities if users else None
+        plan = _plan(diagnosis, kb, k_aug, context, stats, max_views, entities=entities)
+        if kind in IN_PLACE:  # knowledge written into the original's vector adds no view
+            plan, placed = _place(kb, plan, kind, in_place, stats)
+            stats.enriched += bool(placed)
         stats.count_kb_llm(kb)
         if kind == "expansion":
             n = sum(len(ps) for _, ps in plan)
