@@ -146,11 +146,12 @@ def test_without_an_index_that_embeds_argus_vectors_the_knowledge_becomes_a_view
     entries = [e for batch in argus.process_batches(DOCS, stats=stats) for e in batch]
     by_id = {doc.id: views for doc, _, views in entries}
     assert not any(KNOWLEDGE_KEY in views[0].metadata for views in by_id.values())
-    assert stats.enriched == 0 and stats.in_place_as_views == 2
-    (view,) = by_id["d1"][1:]
-    assert (
-        view.metadata[VIEW_KEY] == "descriptor" and "(Bled Castle is a medieval castle" in view.text
-    )
+    assert stats.enriched == 0 and stats.in_place_as_views == 1
+    # a view as the descriptor makes it: for the flagged entity only (Bled Castle is not flagged)
+    assert len(by_id["d1"]) == 1
+    (view,) = by_id["d2"][1:]
+    assert view.metadata[VIEW_KEY] == "descriptor"
+    assert "Phoenix Symphony Hall (A concert hall in Arizona" in view.text
 
 
 @pytest.mark.parametrize("kb", [None, "wikipedia"])  # the default, and the leads by name
@@ -282,5 +283,5 @@ def test_a_dry_run_projects_what_the_run_writes(kb_file, tmp_path, capsys):
     assert "would add 0 descriptor views and 2 originals enriched in place" in printed
     assert main(args) == 0  # without vectors, the knowledge would go into views
     captured = capsys.readouterr()
-    assert "would add 2 descriptor views" in captured.out
-    assert "2 entities' knowledge went into views" in captured.err
+    assert "would add 1 descriptor views" in captured.out  # the flagged entity's only
+    assert "1 entities' knowledge went into views" in captured.err

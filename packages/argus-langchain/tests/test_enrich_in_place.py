@@ -74,4 +74,6 @@ def test_without_embed_the_knowledge_is_a_view_beside_the_original(tmp_path):
     out = ArgusDocumentTransformer(kb=_kb(tmp_path / "kb.jsonl", KB)).transform_documents(docs)
     assert not any(KNOWLEDGE_KEY in d.metadata for d in out)
     views = [d for d in out if d.metadata["argus_view"] != "original"]
-    assert {d.metadata["argus_source_id"] for d in views} == {"d1", "d2"}
+    assert {d.metadata["argus_source_id"] for d in views} == {
+        "d2"
+    }  # the flagged entity only (Bled Castle is not flagged)

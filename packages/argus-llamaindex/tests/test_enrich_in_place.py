@@ -71,4 +71,4 @@ def test_without_embed_the_knowledge_is_a_view_beside_the_original(tmp_path):
     assert not any(KNOWLEDGE_KEY in n.metadata for n in out)
     assert {
         n.metadata["argus_source_id"] for n in out if n.metadata["argus_view"] != "original"
-    } == {"d1", "d2"}
+    } == {"d2"}  # the flagged entity only (Bled Castle is not flagged)

@@ -76,10 +76,8 @@ class Argus:
         probe: A probe folder (default: the probe shipped for ``retriever`` at ``k``).
         k: Retrieval budget of the shipped probe (10 or 50).
         tau: Flagging threshold (default: the probe's, 0.3).
-        remedy: ``"auto"``, ``"enrich"``, ``"expansion"``, ``"merged"``, ``"descriptor"``,
-            ``"focus"`` or ``"synthesis"`` (default: :data:`~argus_ir.remedy.DEFAULT_REMEDY`,
-            ``"auto"``: the user's own knowledge by name into the original's vector where the
-            index embeds what argus asks, the rest as descriptor views).
+        remedy: ``"auto"`` (default: :data:`~argus_ir.remedy.DEFAULT_REMEDY`), ``"enrich"``,
+            ``"expansion"``, ``"merged"``, ``"descriptor"``, ``"focus"`` or ``"synthesis"``.
         k_aug: KB passages per flagged entity (the paper's 2).
         kb: A shipped KB by name (``"wikipedia"``: the 10,033 Wikipedia lead paragraphs;
             ``"wikipedia+places"``: those, with place mentions routed to GeoNames, the
@@ -353,29 +351,15 @@ class Argus:
             yield from views
 
     def process(
-        self,
-        documents: Iterable[DocumentLike],
-        *,
-        stats: RemedyStats | None = None,
-        show_progress: bool | None = None,
-        vectors: bool | None = None,
-        in_place: bool | None = None,
+        self, documents: Iterable[DocumentLike], **options: Any
     ) -> Iterator[tuple[Diagnosis, list[View]]]:
         """Like :meth:`augment`, per document: its diagnosis and its entries (original first).
 
-        ``show_progress`` overrides the field for this call (adapters pass their framework's);
-        ``vectors=False`` leaves the entries without vectors whatever ``embed`` says (an adapter
-        whose index embeds other strings computes them itself); ``in_place`` as in
-        :meth:`process_batches`.
+        ``options`` are :meth:`process_batches`' (``stats``, ``show_progress``, ``vectors``,
+        ``in_place``): adapters pass their framework's ``show_progress``, and ``vectors=False``
+        where their index embeds other strings (they compute those vectors themselves).
         """
-        batches = self.process_batches(
-            documents,
-            stats=stats,
-            show_progress=show_progress,
-            vectors=vectors,
-            in_place=in_place,
-        )
-        for batch in batches:
+        for batch in self.process_batches(documents, **options):
             for _, diagnosis, views in batch:
                 yield diagnosis, views
 
@@ -398,9 +382,8 @@ class Argus:
         a stream whose length is known, or a run resumed after ``done`` documents). With
         ``targeting="corpus"``, ``pool`` (the corpus from its start) refills the reach pool of a
         resumed run, so it flags what an uninterrupted run would. ``vectors`` (default: ``embed``)
-        gives every entry its vector. ``in_place`` (default: ``vectors``) says whether the index
-        embeds an original as argus asks (its knowledge first): only then do ``enrich`` and
-        ``auto`` write knowledge into an original's vector; otherwise it goes into a view.
+        gives every entry its vector. ``in_place`` (default: ``vectors``): the index embeds what
+        argus computes for an original, so ``enrich`` and ``auto`` may write into its vector.
         """
         stats = RemedyStats() if stats is None else stats
         vectors = self.embed if vectors is None else vectors

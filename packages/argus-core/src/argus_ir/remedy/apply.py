@@ -24,7 +24,6 @@ from argus_ir.lineage import (
     KB_GENERATED_KEY,
     KB_ID_KEY,
     KB_MATCH_KEY,
-    KNOWLEDGE_ID_KEY,
     KNOWLEDGE_KEY,
     LLM_KEY,
     PROMPT_KEY,
@@ -35,6 +34,7 @@ from argus_ir.lineage import (
 )
 from argus_ir.llm.base import LLM, Generation
 from argus_ir.remedy.context import ContextCheck
+from argus_ir.remedy.place import knowledge_lineage, place
 from argus_ir.remedy.stats import RemedyStats
 from argus_ir.remedy.synthesis import (
     PROMPT_VERSION,
@@ -45,12 +45,11 @@ from argus_ir.remedy.synthesis import (
 from argus_ir.remedy.texts import (
     descriptor_text,
     focus_texts,
-    knowledge_sentence,
     passage_text,
     view_id,
     view_key,
 )
-from argus_ir.remedy.view import GENERATED_PREFIX, IN_PLACE, KINDS, ORIGINAL, View
+from argus_ir.remedy.view import GENERATED_PREFIX, IN_PLACE, KINDS, View
 
 __all__ = ["Plan", "apply_remedy", "plan_remedy"]
 
@@ -121,40 +120,6 @@ def _plan(
             budget -= len(hits)
         plan.append((risk, hits))
     return plan
-
-
-TRUSTED_MATCHES = frozenset({"title", "alias"})
-"""How a passage of the user's own KB must be matched to be written into the original's vector
-by ``auto``: by the entity's exact name or alias (never a BM25 answer)."""
-
-
-def trusted(kb: KnowledgeBase, surface: str, passage: Passage) -> bool:
-    """Whether ``auto`` writes ``passage`` into the vector of the original that mentions
-    ``surface``: it comes from the user's own KB (:func:`~argus_ir.kb.reference.own_sources`,
-    not a shipped source, not an LLM's line) and names the entity exactly
-    (:data:`TRUSTED_MATCHES`)."""
-    if passage.id.startswith(GENERATED_PREFIX):
-        return False
-    own = own_sources(kb)
-    held = (getattr(source, "passage", None) for source in own)
-    if not any(find is not None and find(passage.id) is not None for find in held):
-        return False
-    return match_kind(kb, surface, passage) in TRUSTED_MATCHES
-
-
-def _knowledge(doc_id: str, plan: Plan) -> dict[str, Any]:
-    """An original's lineage with the knowledge of ``plan`` written in (one sentence per entity,
-    from its first passage)."""
-    sentences, ids = [], []
-    for risk, passages in plan:
-        sentence = knowledge_sentence(risk.surface, passages[0])
-        if sentence and sentence not in sentences:
-            sentences.append(sentence)
-            ids.append(passages[0].id)
-    out: dict[str, Any] = {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL}
-    if sentences:
-        out.update({KNOWLEDGE_KEY: " ".join(sentences), KNOWLEDGE_ID_KEY: "|".join(ids)})
-    return out
 
 
 def _lineage(
@@ -372,7 +337,7 @@ def plan_remedy(
         entities = diagnosis.entities if users else None
         plan = _plan(diagnosis, kb, k_aug, context, stats, max_views, entities=entities)
         if kind in IN_PLACE:  # knowledge written into the original's vector adds no view
-            plan, placed = _place(kb, plan, kind, in_place, stats)
+            plan, placed = place(kb, plan, kind, in_place, stats)
             stats.enriched += bool(placed)
         stats.count_kb_llm(kb)
         if kind == "expansion":
@@ -430,10 +395,8 @@ def apply_remedy(
         show_progress: Progress bars for LLM calls.
         max_views: At most this many views per document, riskiest entities first (``None``: no
             budget, as in the paper).
-        in_place: Whether the index embeds what argus asks for an original (its vector computed
-            by argus, or a framework that embeds the knowledge key), so ``enrich`` and ``auto``
-            may write knowledge into the original's vector; without it that knowledge becomes a
-            descriptor view (counted in ``stats.in_place_as_views``).
+        in_place: The index embeds what argus computes for an original, so ``enrich`` and
+            ``auto`` may write knowledge into its vector (else views: :func:`~.place.place`).
 
     Raises:
         ValueError: Unknown ``kind``, ``k_aug < 1``, ``max_views < 1``, synthesis without
@@ -487,13 +450,12 @@ def _batch(
                     for r in diagnosis.flagged
                     for p, _ in ask(kb, r.surface, settings.k_aug, label=r.label, context=text)
                 )
-            # ``auto`` with a KB of the user's: every entity it knows by name, flagged or not
-            entities = diagnosis.entities if users else None
+            entities = diagnosis.entities if users else None  # auto, the user's KB: all it names
             plan = _plan(
                 diagnosis, kb, settings.k_aug, context, stats, settings.max_views, text, entities
             )
             if settings.kind in IN_PLACE:
-                plan, placed[doc_id] = _place(kb, plan, settings.kind, in_place, stats)
+                plan, placed[doc_id] = place(kb, plan, settings.kind, in_place, stats)
             planned.append((doc_id, text, plan))
         except Exception as exc:
             _fail(stats, doc_id, settings.kind, exc)
@@ -508,7 +470,7 @@ def _batch(
                 if plan:
                     _fail(stats, doc_id, "synthesis", exc)
     for doc_id, text, plan in planned:
-        original = _knowledge(doc_id, placed.get(doc_id, []))
+        original = knowledge_lineage(doc_id, placed.get(doc_id, []))
         if KNOWLEDGE_KEY in original:
             stats.enriched += 1
         yield View(doc_id, text, original)
@@ -530,28 +492,6 @@ def _batch(
             continue
         stats.views += len(views)
         yield from views
-
-
-def _place(
-    kb: KnowledgeBase, plan: Plan, kind: str, in_place: bool, stats: RemedyStats
-) -> tuple[Plan, Plan]:
-    """Split a document's plan into (entities for a descriptor view, entities whose knowledge
-    goes into the original's vector). ``enrich`` places every flagged entity; ``auto`` places
-    what :func:`trusted` allows and keeps a view for the rest that the probe flagged. Without
-    ``in_place`` everything placed becomes part of the view instead."""
-    if kind == "enrich":
-        view, placed = [], plan
-    else:
-        view, placed = [], []
-        for risk, passages in plan:
-            if trusted(kb, risk.surface, passages[0]):
-                placed.append((risk, passages))
-            elif risk.flagged:
-                view.append((risk, passages))
-    if not in_place and placed:
-        stats.in_place_as_views += len(placed)
-        return plan if kind == "enrich" else [*view, *placed], []
-    return view, placed
 
 
 def _fail(stats: RemedyStats, doc_id: str, kind: str, exc: Exception) -> None:

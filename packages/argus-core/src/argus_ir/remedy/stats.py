@@ -46,9 +46,10 @@ class RemedyStats:
             control or bidirectional character, an over-long word).
         enriched: Originals whose vector embeds knowledge written in place (``enrich``, ``auto``;
             the knowledge is in their ``argus_knowledge``).
-        in_place_as_views: Entities whose knowledge would have gone into the original's vector
-            but went into a descriptor view, because the index embeds the original itself (no
-            ``embed=True``, no framework that embeds ``argus_knowledge``).
+        in_place_as_views: Flagged entities whose knowledge would have gone into the original's
+            vector but went into a descriptor view, because the index embeds the stored text
+            (no ``embed=True`` / ``--vectors``); unflagged ones ``auto`` would have written in
+            place get nothing then.
     """
 
     documents: int = 0
