@@ -245,6 +245,55 @@ def test_augmenting_a_vectors_output_again_changes_nothing(with_vectors, tmp_pat
     assert again.read_bytes() == with_vectors.read_bytes()
 
 
+def test_augmenting_a_vectors_output_without_vectors_drops_the_vectors_argus_wrote(
+    with_vectors, tmp_path, capsys
+):
+    """Every record of a --vectors output is argus's own and passes through; a run without
+    vectors writes each without the vector the earlier run wrote (no record carries one this
+    run did not compute), counts them and says so; nothing else changes."""
+    records = _read(with_vectors)
+    assert all(VECTOR_KEY in r for r in records)
+    again = tmp_path / "again.jsonl"
+    assert main(["-q", "augment", str(with_vectors), "--out", str(again), *OPTS]) == 0
+    assert not any(VECTOR_KEY in r for r in _read(again))
+    without = [{k: v for k, v in r.items() if k != VECTOR_KEY} for r in records]
+    assert again.read_text("utf-8") == "".join(map(json_line, without))
+    totals = json.loads(again.with_name("again.jsonl.stats.json").read_text("utf-8"))["totals"]
+    assert totals["passed_through"] == totals["stale_vectors"] == len(records)
+    assert totals["views"] == 0
+    assert f"{len(records)} records of an earlier run written without" in capsys.readouterr().err
+
+
+def test_only_argus_own_records_lose_their_vector_in_a_run_without_vectors():
+    """The rule on its own (no model): an earlier run's original or view read with the key is
+    written without it; a user's record (no argus lineage, or a lineage argus did not write)
+    keeps it; with vectors, every record gets the new vector in its place."""
+    from argus_ir.documents import Document
+    from argus_ir.remedy import View
+    from argus_ir.runners.records import stale_vector, view_record
+
+    def read(doc_id: str, metadata: dict | None) -> Document:
+        record = {"_id": doc_id, "text": "Marie Curie.", VECTOR_KEY: [0.5, 0.25]}
+        if metadata is not None:
+            record["metadata"] = metadata
+        return Document(doc_id, "Marie Curie.", "c.jsonl:1", "", record)
+
+    ours = read("a", {"argus_source_id": "a", "argus_view": "original", "year": 1903})
+    own = read("b", None)  # a user's own record
+    forged = read("c", {"argus_source_id": "a", "argus_view": "original"})  # not argus's
+    for doc, dropped in ((ours, True), (own, False), (forged, False)):
+        entry = View(doc.id, doc.text, doc.metadata)
+        assert stale_vector(doc, entry) is dropped, doc.id
+        assert (VECTOR_KEY in view_record(doc, entry)) is not dropped, doc.id
+        fresh = View(doc.id, doc.text, doc.metadata, vector=np.ones(2, dtype=np.float32))
+        assert view_record(doc, fresh, vectors=True)[VECTOR_KEY] == [1.0, 1.0]
+    assert view_record(ours, View(ours.id, ours.text, ours.metadata)) == {
+        "_id": "a",
+        "text": "Marie Curie.",
+        "metadata": ours.metadata,
+    }
+
+
 # -- Ray: the same vectors, a fixed-size float32 column ------------------------------------------
 
 

@@ -8,6 +8,11 @@ real SIGKILL: the recipe runs in a child process (this file run as a script) who
 record manager kills its own process right after the call named by the case returns. After a
 kill the same recipe is run again, and the database must then hold what an uninterrupted run
 leaves: the same rows (ids, texts, metadata, vectors) and the same record-manager keys.
+
+The same corpus also runs the recipes on stores that differ from PGVector where the recipes read
+them: FAISS (its ``delete`` refuses ids it does not hold), Qdrant in local mode (its
+``get_by_ids`` gives the id in ``metadata["_id"]`` only), and documents that never went through
+the transformer.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.indexing import InMemoryRecordManager
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
 from argus_ir.remedy.texts import view_id
 from langchain_argus import (
@@ -43,6 +50,7 @@ from langchain_argus import (
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Using SHA-1 for document hashing"),
     pytest.mark.filterwarnings("ignore:Relevance scores must be between"),
+    pytest.mark.filterwarnings("ignore:`langchain-community` is being sunset"),
 ]
 
 DIM = 32
@@ -429,6 +437,143 @@ def test_item_11_a_fetched_entry_is_the_original_of_its_own_id_only():
     )
     found = ArgusRetriever(vectorstore=store, k=2, fetch_k=2).invoke("alpha query words")
     assert [(d.id, d.page_content) for d in found] == [("b", "the original of b")]
+
+
+# -- other stores -------------------------------------------------------------------------------
+
+
+def _memory_manager(name: str) -> InMemoryRecordManager:
+    manager = InMemoryRecordManager(namespace=f"argus/{name}")
+    manager.create_schema()
+    return manager
+
+
+def _faiss() -> Any:
+    import faiss
+    from langchain_community.docstore.in_memory import InMemoryDocstore
+    from langchain_community.vectorstores import FAISS
+
+    return FAISS(
+        embedding_function=Hashed(),
+        index=faiss.IndexFlatL2(DIM),
+        docstore=InMemoryDocstore(),
+        index_to_docstore_id={},
+    )
+
+
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_a_stopped_delete_run_again_finishes_on_faiss(call, monkeypatch):
+    """``delete_sources`` (``adelete_sources``) stopped after the store's delete of its first
+    batch, before the record manager's, then run again: it forgets the records of the entries
+    already gone, deletes the rest, and the store and the records end as after an uninterrupted
+    delete (today FAISS's ``delete`` refused the gone ids on every rerun, ``ValueError: Some
+    specified ids do not exist``, and the records stayed). An ingest after it restores the
+    sources."""
+    store, manager = _faiss(), _memory_manager("faiss")
+    assert ingest(manager, store)["num_added"] == 24
+    gone = manager.list_keys(group_ids=list(GONE))
+    kept = sorted(set(manager.list_keys()) - set(gone))
+    assert len(gone) == 6
+
+    def delete_again() -> int:
+        if call == "sync":
+            return delete_sources(store, manager, GONE, batch_size=3)
+        return asyncio.run(adelete_sources(store, manager, GONE, batch_size=3))
+
+    def stop(*args: Any) -> None:
+        raise RuntimeError("stopped between the store and the record manager")
+
+    async def astop(*args: Any) -> None:
+        stop()
+
+    name = "delete_keys" if call == "sync" else "adelete_keys"
+    with monkeypatch.context() as patched:
+        patched.setattr(manager, name, stop if call == "sync" else astop)
+        with pytest.raises(RuntimeError, match="stopped between"):
+            delete_again()
+    held = sorted(store.index_to_docstore_id.values())
+    assert len(held) == 21 and len(manager.list_keys()) == 24  # 3 entries gone, records kept
+
+    assert delete_again() == 3  # the entries the store still held
+    assert sorted(store.index_to_docstore_id.values()) == kept == sorted(manager.list_keys())
+    assert manager.list_keys(group_ids=list(GONE)) == []
+    assert delete_again() == 0
+
+    restored = ingest(manager, store)
+    assert (restored["num_added"], restored["num_deleted"]) == (6, 0)
+    assert sorted(store.index_to_docstore_id.values()) == sorted(manager.list_keys())
+
+
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_qdrant_local_mode_indexes_once_and_deletes_whole_sources(call):
+    """langchain-qdrant's ``get_by_ids`` returns documents whose ``Document.id`` is ``None``, the
+    point id in ``metadata["_id"]``. Every entry is recorded once, a second ingest adds and
+    deletes nothing, and ``delete_sources`` removes a source's original and views (today each
+    batch's check found none of its sources' entries and forgot their records: the second ingest
+    added everything again, and doc-02, whose entries straddle a batch, lost the records of its
+    original and first view, which a delete then left in the store)."""
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+    from qdrant_client.models import Distance, VectorParams
+
+    client = QdrantClient(":memory:")
+    client.create_collection("argus", VectorParams(size=DIM, distance=Distance.COSINE))
+    store = QdrantVectorStore(client=client, collection_name="argus", embedding=Hashed())
+    manager = _memory_manager("qdrant")
+
+    def run_index() -> dict[str, int]:
+        if call == "sync":
+            return dict(index_sources(corpus(), manager, store, batch_size=5))
+        return dict(asyncio.run(aindex_sources(corpus(), manager, store, batch_size=5)))
+
+    def run_delete() -> int:
+        if call == "sync":
+            return delete_sources(store, manager, GONE, batch_size=3)
+        return asyncio.run(adelete_sources(store, manager, GONE, batch_size=3))
+
+    def points() -> dict[str, dict[str, Any]]:
+        got, _ = client.scroll("argus", limit=100)
+        return {str(p.id): p.payload["metadata"] for p in got}
+
+    try:
+        first = run_index()
+        assert first["num_added"] == 24
+        assert sorted(points()) == sorted(manager.list_keys())  # every entry recorded
+        assert store.get_by_ids(manager.list_keys()[:1])[0].id is None  # langchain-qdrant 1.1
+
+        again = run_index()
+        assert (again["num_added"], again["num_deleted"], again["num_skipped"]) == (0, 0, 24)
+        assert sorted(points()) == sorted(manager.list_keys())
+
+        assert run_delete() == 6  # GONE's two originals and four views
+        held = points()
+        assert len(held) == 18 and sorted(held) == sorted(manager.list_keys())
+        assert not [m for m in held.values() if m[SOURCE_KEY] in GONE]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_a_document_not_through_the_transformer_is_named(call):
+    """A document without ``argus_source_id`` raises ``ArgusInputError`` naming it (its id, else
+    its position in the input) and what to do, before any document of its batch is written
+    (today: a bare ``KeyError: 'argus_source_id'`` from inside ``index()``)."""
+    plain = Document("a document argus never saw", id="plain-1", metadata={"n": 99})
+    anonymous = Document("another one argus never saw, without an id")
+    cases = [
+        ([*corpus()[:7], plain, *corpus()[7:]], r"document 'plain-1' \(position 7\)", 5),
+        ([*corpus(), anonymous], r"the document at position 24 \(it has no id\)", 20),
+    ]
+    for documents, named, written in cases:
+        store, manager = InMemoryVectorStore(embedding=Hashed()), _memory_manager("plain")
+        with pytest.raises(ArgusInputError, match=named) as raised:
+            if call == "sync":
+                index_sources(documents, manager, store, batch_size=5)
+            else:
+                asyncio.run(aindex_sources(documents, manager, store, batch_size=5))
+        assert "argus_source_id" in str(raised.value)
+        assert "through ArgusDocumentTransformer" in str(raised.value)
+        assert len(store.store) == len(manager.list_keys()) == written  # the batches before it
 
 
 def _main(url: str, recipe: str, *kill: str) -> None:

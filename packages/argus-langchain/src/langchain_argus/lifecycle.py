@@ -9,7 +9,8 @@ yet their records (a crash between the two steps) leaves records that make every
 ``index()`` skip those entries, which are no longer there. :func:`index_sources` cleans up once,
 after every batch, and first forgets the records of its sources' entries the store no longer
 holds; :func:`delete_sources` deletes a source's entries before their records, so a crash leaves
-only records that the next :func:`index_sources` or :func:`delete_sources` puts right.
+only records that the next :func:`index_sources` or :func:`delete_sources` puts right (both
+forget the records of entries the store no longer holds: FAISS refuses to delete those ids).
 :func:`aindex_sources` and :func:`adelete_sources` do the same with ``aindex()`` and the store's
 and record manager's async methods.
 """
@@ -17,6 +18,7 @@ and record manager's async methods.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from itertools import islice
 from typing import Any, Literal
@@ -27,6 +29,7 @@ from langchain_core.vectorstores import VectorStore
 
 from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import SOURCE_KEY
+from langchain_argus.retriever import _doc_id
 
 __all__ = ["adelete_sources", "aindex_sources", "delete_sources", "index_sources"]
 
@@ -72,7 +75,9 @@ def index_sources(
 
     Raises:
         ArgusInputError: An unknown ``cleanup``, or a ``source_id_key`` or ``cleanup`` of
-            ``index()``'s own in ``kwargs``.
+            ``index()``'s own in ``kwargs``; a document without ``argus_source_id`` (not
+            through the transformer), named by its id or position, before any of its batch is
+            written.
 
     Example:
         >>> from langchain_argus import index_sources
@@ -146,6 +151,10 @@ def delete_sources(
     manager. Stopped between the two, it leaves records of entries that are gone, never an entry
     no record lists: calling it again finishes the delete, and :func:`index_sources` adds such a
     source again if it is given it. (Records first would leave entries that no cleanup can find.)
+    To finish, each batch's keys are first looked up with the store's ``get_by_ids``, as
+    :func:`index_sources` does: the records of entries the store no longer holds are forgotten,
+    and only the entries it holds are deleted (FAISS's ``delete`` raises on an id it does not
+    hold). A store without ``get_by_ids`` (LanceDB) is given every key.
 
     Args:
         vector_store: The store.
@@ -154,7 +163,8 @@ def delete_sources(
         batch_size: Keys per round.
 
     Returns:
-        How many entries were deleted (originals and views).
+        How many entries were deleted from the store (originals and views); records of entries
+        already gone are forgotten without being counted.
 
     Example:
         >>> from langchain_argus import delete_sources
@@ -162,11 +172,20 @@ def delete_sources(
         3
     """
     sources = list(dict.fromkeys(source_ids))
+    checks = _checks(vector_store)
     deleted = 0
     while sources and (keys := record_manager.list_keys(group_ids=sources, limit=batch_size)):
-        if vector_store.delete(keys) is False:
-            raise RuntimeError(f"{type(vector_store).__name__}.delete failed for {len(keys)} ids")
-        record_manager.delete_keys(keys)
+        if checks:
+            missing = _missing(keys, vector_store.get_by_ids(keys), vector_store, _DELETING)
+            if missing:
+                record_manager.delete_keys(missing)  # their entries are gone already
+                keys = _without(keys, missing)
+        if keys:
+            if vector_store.delete(keys) is False:
+                raise RuntimeError(
+                    f"{type(vector_store).__name__}.delete failed for {len(keys)} ids"
+                )
+            record_manager.delete_keys(keys)
         deleted += len(keys)
     return deleted
 
@@ -179,19 +198,30 @@ async def adelete_sources(
     batch_size: int = 1000,
 ) -> int:
     """:func:`delete_sources` through the store's and the record manager's async methods: the
-    entries of each batch of keys first, then their records.
+    records of entries already gone first, then the entries of each batch of keys, then their
+    records.
 
     Returns:
-        How many entries were deleted (originals and views).
+        How many entries were deleted from the store (originals and views).
     """
     sources = list(dict.fromkeys(source_ids))
+    checks = _achecks(vector_store)
     deleted = 0
     while sources and (
         keys := await record_manager.alist_keys(group_ids=sources, limit=batch_size)
     ):
-        if await vector_store.adelete(keys) is False:
-            raise RuntimeError(f"{type(vector_store).__name__}.adelete failed for {len(keys)} ids")
-        await record_manager.adelete_keys(keys)
+        if checks:
+            held = await vector_store.aget_by_ids(keys)
+            missing = _missing(keys, held, vector_store, _DELETING)
+            if missing:
+                await record_manager.adelete_keys(missing)  # their entries are gone already
+                keys = _without(keys, missing)
+        if keys:
+            if await vector_store.adelete(keys) is False:
+                raise RuntimeError(
+                    f"{type(vector_store).__name__}.adelete failed for {len(keys)} ids"
+                )
+            await record_manager.adelete_keys(keys)
         deleted += len(keys)
     return deleted
 
@@ -199,18 +229,20 @@ async def adelete_sources(
 def _forgetting_missing(
     documents: Iterable[Document], manager: RecordManager, store: VectorStore, batch_size: int
 ) -> Iterator[Document]:
-    """The documents, in batches as ``index()`` reads them; before each, the records of its
-    sources' keys that the store does not hold are deleted."""
-    if type(store).get_by_ids is VectorStore.get_by_ids:  # it cannot tell (LanceDB)
+    """The documents, in batches as ``index()`` reads them; before each, its documents' lineage
+    is checked and the records of its sources' keys that the store does not hold are deleted."""
+    checks = _checks(store)
+    if not checks:  # it cannot tell (LanceDB)
         logger.debug("%s has no get_by_ids: records are not checked", type(store).__name__)
-        yield from documents
-        return
     docs = iter(documents)
+    start = 0
     while batch := list(islice(docs, batch_size)):
-        sources = _sources(batch)
+        _check_lineage(batch, start)
+        start += len(batch)
+        sources = _sources(batch) if checks else []
         keys = manager.list_keys(group_ids=sources) if sources else []
         if keys:
-            missing = _missing(keys, store.get_by_ids(keys), store)
+            missing = _missing(keys, store.get_by_ids(keys), store, _INDEXING)
             if missing:
                 manager.delete_keys(missing)
         yield from batch
@@ -223,30 +255,31 @@ async def _aforgetting_missing(
     batch_size: int,
 ) -> AsyncIterator[Document]:
     """:func:`_forgetting_missing` with the async methods, over a list or an async iterable."""
-    checks = type(store).aget_by_ids is not VectorStore.aget_by_ids or (
-        type(store).get_by_ids is not VectorStore.get_by_ids
-    )  # the default aget_by_ids runs get_by_ids
+    checks = _achecks(store)
     batch: list[Document] = []
+    start = 0
     async for document in _aiter(documents):
         batch.append(document)
         if len(batch) == batch_size:
-            await _aforget(batch, manager, store, checks)
+            await _aforget(batch, start, manager, store, checks)
             for done in batch:
                 yield done
+            start += len(batch)
             batch = []
     if batch:
-        await _aforget(batch, manager, store, checks)
+        await _aforget(batch, start, manager, store, checks)
         for done in batch:
             yield done
 
 
 async def _aforget(
-    batch: list[Document], manager: RecordManager, store: VectorStore, checks: bool
+    batch: list[Document], start: int, manager: RecordManager, store: VectorStore, checks: bool
 ) -> None:
+    _check_lineage(batch, start)
     sources = _sources(batch) if checks else []
     keys = await manager.alist_keys(group_ids=sources) if sources else []
     if keys:
-        missing = _missing(keys, await store.aget_by_ids(keys), store)
+        missing = _missing(keys, await store.aget_by_ids(keys), store, _INDEXING)
         if missing:
             await manager.adelete_keys(missing)
 
@@ -260,20 +293,78 @@ async def _aiter(documents: Iterable[Document] | AsyncIterable[Document]) -> Asy
             yield document
 
 
+def _checks(store: VectorStore) -> bool:
+    """Whether the store can say which entries it holds (LanceDB has no ``get_by_ids``)."""
+    return type(store).get_by_ids is not VectorStore.get_by_ids
+
+
+def _achecks(store: VectorStore) -> bool:
+    """:func:`_checks` for ``aget_by_ids`` (the default one runs ``get_by_ids``)."""
+    return type(store).aget_by_ids is not VectorStore.aget_by_ids or _checks(store)
+
+
+def _check_lineage(batch: list[Document], start: int) -> None:
+    """Raise on the batch's first document without ``argus_source_id`` (``start``: the position
+    of the batch's first document in the input). ``index()`` would fail on it with a bare
+    ``KeyError``, naming no document."""
+    for position, doc in enumerate(batch, start):
+        if (doc.metadata or {}).get(SOURCE_KEY) is None:
+            which = (
+                f"document {doc.id!r} (position {position})"
+                if doc.id
+                else f"the document at position {position} (it has no id)"
+            )
+            raise ArgusInputError(
+                f"{which} has no {SOURCE_KEY} in its metadata: index_sources and "
+                "aindex_sources index argus output. Pass the documents through "
+                "ArgusDocumentTransformer (transform_documents) first, and index what it returns"
+            )
+
+
 def _sources(batch: list[Document]) -> list[str]:
     """The batch's ``argus_source_id`` values, sorted (empty and missing ones left out)."""
     return sorted(map(str, {d.metadata.get(SOURCE_KEY) for d in batch} - {None, ""}))
 
 
-def _missing(keys: list[str], held: list[Document], store: VectorStore) -> list[str]:
-    """The keys whose entries the store did not return; logged when there are any."""
-    there = {d.id for d in held}
-    missing = [k for k in keys if k not in there]
+_INDEXING = "forgotten, so they are indexed again"
+_DELETING = "forgotten, and only the entries it holds are deleted"
+
+
+def _missing(keys: list[str], held: list[Document], store: VectorStore, then: str) -> list[str]:
+    """The keys whose entries the store did not return; logged when there are any.
+
+    An entry's id is its ``Document.id``, else ``metadata["_id"]`` (langchain-qdrant's
+    ``get_by_ids`` sets only that one), compared as a UUID when it is one (Qdrant returns a point
+    id in its canonical spelling). When an entry comes back with neither, the store cannot tell
+    which keys it holds: none is taken as missing."""
+    there: set[str] = set()
+    for doc in held:
+        doc_id = _doc_id(doc)
+        if doc_id is None:
+            logger.debug(
+                "%s returned entries without ids: records are not checked", type(store).__name__
+            )
+            return []
+        there.add(_canonical(doc_id))
+    missing = [k for k in keys if _canonical(k) not in there]
     if missing:
         logger.warning(
-            "%d record(s) of entries %s no longer holds (a delete that stopped half-way?): "
-            "forgotten, so they are indexed again",
+            "%d record(s) of entries %s no longer holds (a delete that stopped half-way?): %s",
             len(missing),
             type(store).__name__,
+            then,
         )
     return missing
+
+
+def _without(keys: list[str], dropped: list[str]) -> list[str]:
+    gone = set(dropped)
+    return [k for k in keys if k not in gone]
+
+
+def _canonical(key: str) -> str:
+    """A key as a store compares it: a UUID in its canonical spelling, any other key as it is."""
+    try:
+        return str(uuid.UUID(key))
+    except ValueError:
+        return key

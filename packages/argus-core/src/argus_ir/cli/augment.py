@@ -300,6 +300,13 @@ def _print_summary(args: argparse.Namespace, summary: Any) -> None:
     )
     if stats.fallbacks:
         print(f"  {stats.fallbacks} documents fell back to descriptor views", file=sys.stderr)
+    if stats.stale_vectors:
+        print(
+            f"  {stats.stale_vectors} records of an earlier run written without the "
+            f"{VECTOR_KEY!r} it wrote (it may no longer match what an index embeds for them): "
+            "pass --vectors to write every record's vector afresh",
+            file=sys.stderr,
+        )
     if stats.in_place_as_views:
         print(
             f"  {stats.in_place_as_views} entities' knowledge went into views, not into their "

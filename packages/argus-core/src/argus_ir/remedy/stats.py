@@ -30,6 +30,10 @@ class RemedyStats:
         passed_through: Input records an earlier run wrote (they carry ``argus_view`` in their
             metadata: its originals and views), written back as read: no diagnosis, no views of
             views.
+        stale_vectors: Records of an earlier run's output passed through by a run without
+            vectors that came with the ``argus_vector`` that run wrote: written without it (it
+            may no longer match what an index embeds for them; rerun with vectors to write them
+            afresh).
         no_text: Documents without text (empty, or a title alone): passed through, not
             diagnosed, no views.
         kb_sources: Flagged forms answered per KB source, for a KB of several sources
@@ -63,6 +67,7 @@ class RemedyStats:
     llm_unchanged: int = 0
     fallbacks: int = 0
     passed_through: int = 0
+    stale_vectors: int = 0
     no_text: int = 0
     enriched: int = 0
     in_place_as_views: int = 0

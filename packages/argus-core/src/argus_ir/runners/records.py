@@ -28,7 +28,7 @@ from argus_ir.lineage import ARGUS_KEYS
 from argus_ir.remedy import View
 from argus_ir.runners.integration import is_argus_output
 
-__all__ = ["VECTOR_KEY", "json_line", "vector_values", "view_record"]
+__all__ = ["VECTOR_KEY", "json_line", "stale_vector", "vector_values", "view_record"]
 
 VECTOR_KEY = "argus_vector"
 """The record key (and Ray's Parquet column) of a record's vector. Named like the rest of what
@@ -60,19 +60,31 @@ def vector_values(vector: np.ndarray | None) -> list[float] | None:
     return values
 
 
+def stale_vector(doc: Document, view: View) -> bool:
+    """Whether the entry is a record of argus's own output passed through as read that carries
+    the :data:`VECTOR_KEY` an earlier ``--vectors`` run wrote: a run without vectors leaves it out
+    (:func:`view_record`), as it may no longer be what an index embeds for the record (another
+    model, ``--precision``, in-place knowledge), and the views this run adds carry none beside
+    it. A user's own record (not argus's output) keeps the key as read."""
+    return view.id == doc.id and VECTOR_KEY in doc.record and is_argus_output(doc.id, doc.metadata)
+
+
 def view_record(doc: Document, view: View, *, vectors: bool = False) -> dict[str, Any]:
     """One output line.
 
     The document itself is its record as read, every key kept: a record of an earlier run passed
-    through as it came; an original with an original's lineage in its ``metadata``, in place of
-    any ``argus_*`` keys it came with (a user's own ``argus_view`` included); a new view is
-    ``_id``, an empty title, its text, and the original's metadata (less any lineage) plus its own.
+    through as it came (less the vector an earlier ``--vectors`` run wrote, when this run writes
+    none: :func:`stale_vector`); an original with an original's lineage in its ``metadata``, in
+    place of any ``argus_*`` keys it came with (a user's own ``argus_view`` included); a new view
+    is ``_id``, an empty title, its text, and the original's metadata (less any lineage) plus its
+    own.
 
     Args:
         doc: The document read.
         view: The document's own entry or one of its views.
         vectors: Add :data:`VECTOR_KEY`, the view's vector (:func:`vector_values`; null where it
-            has none). A record read with that key gets the new vector in its place.
+            has none). A record read with that key gets the new vector in its place. Without,
+            a record of argus's own output read with that key loses it.
     """
     own = doc.metadata
     inherited = {k: v for k, v in own.items() if k not in ARGUS_KEYS}
@@ -99,4 +111,6 @@ def view_record(doc: Document, view: View, *, vectors: bool = False) -> dict[str
         }
     if vectors:
         record[VECTOR_KEY] = vector_values(view.vector)
+    elif stale_vector(doc, view):
+        del record[VECTOR_KEY]
     return record

@@ -16,7 +16,9 @@ an uninterrupted run's, byte for byte.
 
 With ``Argus(embed=True)`` every record also carries its vector (:data:`VECTOR_KEY`,
 :mod:`argus_ir.runners.records`); the settings card says so, so a checkpoint of a run without
-vectors never resumes with them, nor the reverse.
+vectors never resumes with them, nor the reverse. A run without vectors writes a record of an
+earlier ``--vectors`` run's output without the vector that run wrote (counted as
+``stale_vectors``): no record of its output carries a vector argus did not compute in it.
 
 >>> from argus_ir import Argus
 >>> from argus_ir.runners.stream import augment_file
@@ -61,7 +63,7 @@ from argus_ir.runners.checkpoint import (
     save_checkpoint,
     stats_file_for,
 )
-from argus_ir.runners.records import VECTOR_KEY, json_line, view_record
+from argus_ir.runners.records import VECTOR_KEY, json_line, stale_vector, view_record
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -427,6 +429,8 @@ def _write_batches(
                 stats.failures += [(doc.id, _TAKEN.format(v.id)) for v in views if v not in kept]
                 for view in kept:
                     _write(fh, json_line(view_record(doc, view, vectors=argus.embed)))
+                    if not argus.embed and stale_vector(doc, view):
+                        stats.stale_vectors += 1
                 _write(rows_fh, json.dumps(_doc_row(diagnosis, len(kept) - 1)) + "\n")
                 digest = _chain(digest, doc)
             done += len(batch)
