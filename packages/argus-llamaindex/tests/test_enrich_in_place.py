@@ -6,47 +6,26 @@ entity, the knowledge is gone."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import numpy as np
 import pytest
 from llama_index.core.schema import MetadataMode, TextNode
 
 from argus_ir.lineage import KNOWLEDGE_KEY
-from argus_ir.testing import minilm_path
+from argus_ir.testing import KNOWN_KB, KNOWN_TEXTS, cosine, minilm_path, write_passages
 from argus_llamaindex import ArgusTransform
 
 hf = pytest.importorskip("llama_index.embeddings.huggingface")
 
-TEXTS = {
-    "d1": "We spent a week near Bled Castle with old friends and ate far too much cake.",
-    "d2": "My cousin got married at Phoenix Symphony Hall last weekend and the party went on until dawn.",
-    "d3": "Nothing much happened on the long drive home yesterday.",
-}  # fmt: skip
-KB = [
-    {"id": "k1", "title": "Bled Castle", "text": "Bled Castle is a medieval castle in Slovenia."},
-    {"id": "k2", "title": "Phoenix Symphony Hall", "text": "A concert hall in Arizona, United States."},
-]  # fmt: skip
-
-
-def _kb(path: Path, rows: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-    return str(path)
+TEXTS = KNOWN_TEXTS
+KB = KNOWN_KB
 
 
 def _nodes() -> list[TextNode]:
     return [TextNode(id_=k, text=t, metadata={"place": "forum"}) for k, t in TEXTS.items()]
 
 
-def _cos(a, b) -> float:
-    a, b = np.asarray(a), np.asarray(b)
-    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
-
-
 def test_the_node_keeps_its_text_and_embeds_its_string_and_knowledge(tmp_path):
     model = hf.HuggingFaceEmbedding(model_name=str(minilm_path()), device="cpu")
-    out = ArgusTransform(embed=True, kb=_kb(tmp_path / "kb.jsonl", KB))(_nodes())
+    out = ArgusTransform(embed=True, kb=write_passages(tmp_path / "kb.jsonl", KB))(_nodes())
     assert [(n.node_id, n.text) for n in out] == [(k, t) for k, t in TEXTS.items()]  # no view
     first = out[0]
     knowledge = first.metadata[KNOWLEDGE_KEY]
@@ -57,17 +36,17 @@ def test_the_node_keeps_its_text_and_embeds_its_string_and_knowledge(tmp_path):
     string = first.get_content(metadata_mode=MetadataMode.EMBED)
     assert string.startswith("place: forum")
     ref = model.get_text_embedding(f"{string}\n{knowledge}")
-    assert _cos(first.embedding, ref) >= 0.9999
+    assert cosine(first.embedding, ref) >= 0.9999
     assert KNOWLEDGE_KEY not in out[2].metadata
 
-    again = ArgusTransform(embed=True, kb=_kb(tmp_path / "less.jsonl", KB[1:]))(out)
+    again = ArgusTransform(embed=True, kb=write_passages(tmp_path / "less.jsonl", KB[1:]))(out)
     assert KNOWLEDGE_KEY not in again[0].metadata and KNOWLEDGE_KEY in again[1].metadata
     plain = model.get_text_embedding(again[0].get_content(metadata_mode=MetadataMode.EMBED))
-    assert _cos(again[0].embedding, plain) >= 0.9999
+    assert cosine(again[0].embedding, plain) >= 0.9999
 
 
 def test_without_embed_the_knowledge_is_a_view_beside_the_original(tmp_path):
-    out = ArgusTransform(kb=_kb(tmp_path / "kb.jsonl", KB))(_nodes())
+    out = ArgusTransform(kb=write_passages(tmp_path / "kb.jsonl", KB))(_nodes())
     assert not any(KNOWLEDGE_KEY in n.metadata for n in out)
     assert {
         n.metadata["argus_source_id"] for n in out if n.metadata["argus_view"] != "original"

@@ -13,9 +13,12 @@
 - :func:`lead_documents`, :data:`LEAD_QUERIES`: 160 documents with metadata and queries over
   them (embed-once tests).
 - :func:`cosine_reference`: what a collapse over a real store must return, computed with numpy.
+- :data:`KNOWN_TEXTS`, :data:`KNOWN_KB`, :func:`write_passages`, :func:`cosine`: posts and a
+  passages file that knows their venues (in-place enrichment tests).
 """
 
 from argus_ir.testing.contract import AdapterContract, contract_kb
+from argus_ir.testing.knowledge import KNOWN_KB, KNOWN_TEXTS, cosine, write_passages
 from argus_ir.testing.llm import ScriptedLLM
 from argus_ir.testing.reference import cosine_reference
 from argus_ir.testing.scenario import (
@@ -32,6 +35,8 @@ from argus_ir.testing.scenario import (
 
 __all__ = [
     "FORGED",
+    "KNOWN_KB",
+    "KNOWN_TEXTS",
     "LEAD_QUERIES",
     "SCENARIO",
     "SCENARIO_QUERIES",
@@ -41,7 +46,9 @@ __all__ = [
     "Scenario",
     "ScriptedLLM",
     "contract_kb",
+    "cosine",
     "cosine_reference",
     "lead_documents",
     "minilm_path",
+    "write_passages",
 ]
