@@ -53,7 +53,7 @@ FALLBACK_KEY = "argus_fallback"
 """Why a synthesis view fell back to the descriptor view."""
 KNOWLEDGE_KEY = "argus_knowledge"
 """On an original enriched in place: the knowledge written into its vector, one sentence per
-entity (the index embeds the original's own string with this before it; the stored text is the
+entity (the index embeds the original's own string, a newline, then this; the stored text is the
 user's). Absent on an original that was not enriched."""
 KNOWLEDGE_ID_KEY = "argus_knowledge_kb_id"
 """On an enriched original: the KB passages its knowledge came from (``|``-joined)."""

@@ -138,7 +138,7 @@ class IndexEmbedder:
 
 def indexed_string(text: str, metadata: Mapping[str, Any] | None) -> str:
     """What an index embeds for an entry whose own string is ``text``: ``text`` itself, or for an
-    original enriched in place its knowledge first (``argus_knowledge``,
+    original enriched in place ``text`` followed by its knowledge (``argus_knowledge``,
     :func:`~argus_ir.remedy.texts.enriched_text`)."""
     from argus_ir.remedy.texts import enriched_text
 
@@ -152,7 +152,7 @@ def with_vectors(
     """A streamed batch's entries (each document, its diagnosis, its original first and then its
     views), every entry with the vector of what an index embeds of it: a view's text, a
     document's title and text (:attr:`Document.index_text <argus_ir.documents.Document.index_text>`,
-    also for a record of an earlier run passed through), led by its knowledge where it was
+    also for a record of an earlier run passed through), followed by its knowledge where it was
     enriched in place (:func:`indexed_string`). The pass's vector for a document it read; the
     embedder's for the rest, in one batch."""
     known: dict[str, np.ndarray] = {}

@@ -221,7 +221,7 @@ def evaluate(
         ]
         remedy_s = time.perf_counter() - t0
         views = [v for v in entries if not v.is_original]
-        # originals enriched in place: their row is the embedding of their knowledge and text
+        # originals enriched in place: their row is the embedding of their text and knowledge
         enriched = [v for v in entries if v.is_original and KNOWLEDGE_KEY in v.metadata]
         vvec, views_s = embed([v.text for v in views])
         entry_ids = doc_ids + [v.id for v in views]

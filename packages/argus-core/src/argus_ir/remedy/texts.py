@@ -82,7 +82,7 @@ _PREDICATE = re.compile(
     r"part|located|situated|found|known|used|also|now|formerly|former)\b",
     re.IGNORECASE,
 )
-_ARTICLE = re.compile(r"[aeiou]|[AEIOU](?![A-Z])|(?:honou?r|hour|heir)", re.IGNORECASE)
+_ARTICLE = re.compile(r"[aeiou]|hou?r|honou?r|heir", re.IGNORECASE)  # "an" before these
 
 
 def _lead_sentence(text: str) -> str:
@@ -126,8 +126,8 @@ def normalize_words(text: str) -> str:
 
 
 KNOWLEDGE_SEPARATOR = "\n"
-"""Between the knowledge and the original's own string in the text an enriched original's
-vector is embedded from (:func:`enriched_text`)."""
+"""Between the original's own string and its knowledge in the text an enriched original's vector
+is embedded from (:func:`enriched_text`)."""
 
 
 def enriched_text(indexed: str, knowledge: str | None) -> str:
