@@ -14,9 +14,9 @@
   length, and it is about the entity in its context rather than the whole document.
 - ``enrich`` (no LLM; beyond the paper, document expansion in place): no view; the knowledge of
   each flagged entity, one sentence each, is written into the *vector* of the original (the index
-  embeds ``argus_knowledge``, then the original's own string), while its stored text stays the
-  user's. It needs an index that embeds what argus asks (``embed=True``, or a framework that
-  embeds the knowledge key); elsewhere the knowledge becomes a descriptor view.
+  embeds the original's own string, then ``argus_knowledge``), while its stored text stays the
+  user's. It needs the vector argus computes (``embed=True``, ``--vectors``, ``argus
+  evaluate``); elsewhere the knowledge of flagged entities becomes a descriptor view.
 - ``auto`` (the default): trust decides place. Knowledge from the user's own KB that names the
   entity exactly (title or alias) goes into the original's vector, for every entity it knows,
   flagged or not; everything else (the shipped KB, BM25 answers) goes into a descriptor view

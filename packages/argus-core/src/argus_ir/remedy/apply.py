@@ -17,7 +17,6 @@ from argus_ir.diagnose import Diagnosis, EntityRisk
 from argus_ir.errors import ArgusInputError
 from argus_ir.kb import DEFAULT_K_AUG, KnowledgeBase, Passage, ask
 from argus_ir.kb.composite import match_kind
-from argus_ir.kb.reference import own_sources
 from argus_ir.lineage import (
     ENTITY_KEY,
     FALLBACK_KEY,
@@ -34,7 +33,7 @@ from argus_ir.lineage import (
 )
 from argus_ir.llm.base import LLM, Generation
 from argus_ir.remedy.context import ContextCheck
-from argus_ir.remedy.place import knowledge_lineage, place
+from argus_ir.remedy.place import Plan, every_entity, knowledge_lineage, place
 from argus_ir.remedy.stats import RemedyStats
 from argus_ir.remedy.synthesis import (
     PROMPT_VERSION,
@@ -54,9 +53,6 @@ from argus_ir.remedy.view import GENERATED_PREFIX, IN_PLACE, KINDS, View
 __all__ = ["Plan", "apply_remedy", "plan_remedy"]
 
 logger = logging.getLogger(__name__)
-
-# (flagged entity, its KB passages after the context check) for one document
-Plan = list[tuple[EntityRisk, list[Passage]]]
 
 
 @dataclass(frozen=True)
@@ -330,7 +326,7 @@ def plan_remedy(
     """
     _check(kind, k_aug, max_views)
     stats = RemedyStats() if stats is None else stats
-    users = kind == "auto" and bool(own_sources(kb))
+    users = every_entity(kind, kb)
     for diagnosis in diagnoses:
         stats.documents += 1
         stats.flagged_entities += len(diagnosis.flagged)
@@ -418,7 +414,7 @@ def apply_remedy(
         max_views,
     )
     pairs = zip(documents, diagnoses, strict=True)
-    users = kind == "auto" and bool(own_sources(kb))
+    users = every_entity(kind, kb)
     while batch := list(islice(pairs, batch_size)):
         yield from _batch(batch, kb, settings, context, llm, stats, show_progress, in_place, users)
 

@@ -18,15 +18,21 @@ from argus_ir.remedy.stats import RemedyStats
 from argus_ir.remedy.texts import knowledge_sentence
 from argus_ir.remedy.view import GENERATED_PREFIX, ORIGINAL
 
-__all__ = ["TRUSTED_MATCHES", "knowledge_lineage", "place", "trusted"]
+__all__ = ["TRUSTED_MATCHES", "Plan", "every_entity", "knowledge_lineage", "place", "trusted"]
 
-# (flagged entity, its KB passages) for one document, as argus_ir.remedy.apply plans it
+# (flagged entity, its KB passages after the context check) for one document
 Plan = list[tuple[EntityRisk, list[Passage]]]
 
 
 TRUSTED_MATCHES = frozenset({"title", "alias"})
 """How a passage of the user's own KB must be matched to be written into the original's vector
 by ``auto``: by the entity's exact name or alias (never a BM25 answer)."""
+
+
+def every_entity(kind: str, kb: KnowledgeBase) -> bool:
+    """Whether a remedy plans every entity of a document, flagged or not: ``auto`` with a KB of
+    the user's, whose knowledge of an entity it names goes in place whatever the probe says."""
+    return kind == "auto" and bool(own_sources(kb))
 
 
 def trusted(kb: KnowledgeBase, surface: str, passage: Passage) -> bool:

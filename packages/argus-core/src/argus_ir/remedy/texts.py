@@ -114,13 +114,13 @@ def knowledge_sentence(surface: str, passage: Passage) -> str:
         return ""
     if not lead.endswith((".", "!", "?", "...")):
         lead += "."
-    named = normalize_words(name) in normalize_words(lead) or (
-        passage.title and normalize_words(passage.title) in normalize_words(lead)
+    named = _words(name) in _words(lead) or (
+        passage.title and _words(passage.title) in _words(lead)
     )
     return lead if named else f"{passage.title or name}: {lead}"
 
 
-def normalize_words(text: str) -> str:
+def _words(text: str) -> str:
     """Lower-cased words of ``text`` joined by single spaces (for containment checks)."""
     return " ".join(_WORD.findall(text.lower()))
 

@@ -24,7 +24,7 @@ KINDS = ("expansion", "merged", "descriptor", "focus", "synthesis", "enrich", "a
 """The remedy kinds (the package docstring describes each)."""
 IN_PLACE = frozenset({"enrich", "auto"})
 """Remedies that write knowledge into an original's vector (in-place enrichment): its stored text
-stays the user's, its knowledge is kept in ``argus_knowledge`` and embedded before it."""
+stays the user's, its knowledge is kept in ``argus_knowledge`` and embedded after it."""
 DEFAULT_REMEDY = "auto"
 """The remedy of :class:`~argus_ir.pipeline.Argus`, ``argus augment``, ``argus evaluate`` and the
 adapters when none is named (``docs/benchmarks.md`` has the measurements behind it)."""
