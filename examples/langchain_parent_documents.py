@@ -4,14 +4,13 @@ child chunks and argus's views; hits on a view's chunks come back as the view's 
 Run: python examples/langchain_parent_documents.py   (offline: MiniLM, spaCy and the KB ship as packages)
 """
 
-from langchain_classic.retrievers import ParentDocumentRetriever
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_huggingface import HuggingFaceEmbeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from argus_ir.encoder.models import resolve_model
-from langchain_argus import ArgusDocstore, ArgusDocumentTransformer
+from langchain_argus import ArgusDocstore, ArgusDocumentTransformer, ArgusParentDocumentRetriever
 
 PARENTS = {
     "film-1": "Humphrey Bogart once filmed a scene in Lucknow, and the crew still talks about "
@@ -25,9 +24,10 @@ QUESTION = "the actor who starred in Casablanca and The Maltese Falcon"
 
 
 def parent_retriever(embeddings: HuggingFaceEmbeddings, docs: list[Document]):
-    """A ParentDocumentRetriever whose docstore is the vector store it searches."""
+    """A ParentDocumentRetriever whose docstore is the vector store it searches (argus's: each
+    hit must carry its parent's metadata)."""
     store = InMemoryVectorStore(embedding=embeddings)
-    retriever = ParentDocumentRetriever(
+    retriever = ArgusParentDocumentRetriever(
         vectorstore=store,
         docstore=ArgusDocstore(store),  # parents are read back from `store` by id
         child_splitter=RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=0),

@@ -37,6 +37,7 @@ from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
 from argus_ir.testing import FORGED, SCENARIO, SCENARIO_QUERIES
 from argus_ir.testing.postgres import postgres_server
 from langchain_argus import ArgusDocstore, ArgusDocumentTransformer
+from langchain_argus.parents import ArgusMultiVectorRetriever, ArgusParentDocumentRetriever
 
 pytestmark = pytest.mark.filterwarnings("ignore:Relevance scores must be between")
 
@@ -113,8 +114,9 @@ def _check_queries(
 
 
 def _multivector(vectorstore: VectorStore) -> MultiVectorRetriever:
-    """MultiVectorRetriever over ``vectorstore``, reading its parents from the same store."""
-    return MultiVectorRetriever(
+    """argus's MultiVectorRetriever over ``vectorstore``, reading its parents from the same
+    store."""
+    return ArgusMultiVectorRetriever(
         vectorstore=vectorstore, docstore=ArgusDocstore(vectorstore), search_kwargs={"k": HITS}
     )
 
@@ -133,7 +135,7 @@ def test_parent_document_retriever_splits_argus_output(store, augmented, scenari
     """argus's originals and views are ParentDocumentRetriever's parents (under their own ids):
     it splits each into children and writes the parents into the same store through the
     docstore; a child of a view reaches its source's original."""
-    retriever = ParentDocumentRetriever(
+    retriever = ArgusParentDocumentRetriever(
         vectorstore=store,
         docstore=ArgusDocstore(store),
         child_splitter=_children(),
@@ -224,7 +226,7 @@ def test_forged_lineage_through_the_docstore(
         docstore.mset([(d.id or "", d) for d in [*augmented, *through, *direct]])
 
         def retriever(search: dict[str, Any]) -> MultiVectorRetriever:
-            return MultiVectorRetriever(
+            return ArgusMultiVectorRetriever(
                 vectorstore=store, docstore=docstore, search_kwargs={"k": 3, **search}
             )
     else:
@@ -234,7 +236,7 @@ def test_forged_lineage_through_the_docstore(
         ).add_documents(parents, ids=[d.id or "" for d in parents])
 
         def retriever(search: dict[str, Any]) -> MultiVectorRetriever:
-            return ParentDocumentRetriever(
+            return ArgusParentDocumentRetriever(
                 vectorstore=store,
                 docstore=docstore,
                 child_splitter=_children(),
@@ -259,3 +261,55 @@ def test_forged_lineage_through_the_docstore(
 
         leaks, lifts, _ = _count(naive, victim, victim_text)
         assert leaks > 0 and lifts > 0
+
+
+# a hit written straight into the store, naming another tenant's parent ------------------------
+
+
+@pytest.mark.parametrize("lineage", [False, True], ids=["plain", "with-argus-keys"])
+@pytest.mark.parametrize("pattern", ["multivector", "parent-document"])
+def test_a_forged_direct_write_brings_in_no_other_tenants_parent(
+    pattern, lineage, store, augmented, scenario_ids, async_twin
+):
+    """Tenant b writes an entry with ``store.add_documents`` (not through the docstore's
+    ``mset``, which would overwrite its ``doc_id``) whose ``doc_id`` names tenant a's document.
+    Plain ``MultiVectorRetriever`` hands the key to the docstore, which cannot see the hit, and
+    serves a's document in b's filtered search; argus's retrievers put the hit to the scope rule:
+    0 rows of another tenant, sync and async."""
+    docstore = ArgusDocstore(store)
+    docstore.mset([(d.id or "", d) for d in augmented])
+    victim = scenario_ids[SCENARIO.target]
+    forged: dict[str, Any] = {"tenant": "b", "doc_id": victim}
+    if lineage:
+        forged |= {SOURCE_KEY: victim, VIEW_KEY: "expansion"}
+    store.add_documents([Document(FORGED.payroll, metadata=forged)], ids=[str(uuid.uuid4())])
+    b_only = {"k": 3, "filter": {"tenant": "b"}}
+    kinds = {
+        "multivector": (MultiVectorRetriever, ArgusMultiVectorRetriever),
+        "parent-document": (ParentDocumentRetriever, ArgusParentDocumentRetriever),
+    }[pattern]
+    extra = {"child_splitter": _children()} if pattern == "parent-document" else {}
+
+    twin = async_twin(store)
+
+    def others(kind: type) -> list[str | None]:
+        def build(vectorstore: VectorStore) -> Any:
+            return kind(
+                vectorstore=vectorstore,
+                docstore=ArgusDocstore(vectorstore),
+                search_kwargs=b_only,
+                **extra,
+            )
+
+        found = build(store).invoke(FORGED.payroll)
+        assert asyncio.run(build(twin).ainvoke(FORGED.payroll)) == found
+        return [d.id for d in found if d.metadata.get("tenant") != "b"]
+
+    assert others(kinds[0]) == [victim]  # the leak argus's retrievers close
+    assert others(kinds[1]) == []
+
+
+def test_argus_parent_retrievers_need_the_argus_docstore(store):
+    """Given another docstore, argus's retrievers refuse at construction, naming what to pass."""
+    with pytest.raises(Exception, match=r"docstore=ArgusDocstore\(vectorstore\)"):
+        ArgusMultiVectorRetriever(vectorstore=store, docstore=InMemoryStore())

@@ -9,6 +9,9 @@
 - :class:`ArgusDocstore`: a ``BaseStore`` over the vector store's ``get_by_ids``, for
   ``MultiVectorRetriever`` and ``ParentDocumentRetriever``: no second copy of the originals, and a
   view maps to its original only when the original carries its metadata.
+- :class:`ArgusMultiVectorRetriever` and :class:`ArgusParentDocumentRetriever` (needs
+  ``langchain-classic``): LangChain's parent-document retrievers with that rule applied to every
+  hit, not only to the key it names.
 - :func:`collapse_documents`: the folding, for scored hits you already have.
 - :func:`index_sources` and :func:`delete_sources` (async: :func:`aindex_sources`,
   :func:`adelete_sources`): LangChain's ``index()`` and a record manager, for argus output: a
@@ -24,10 +27,25 @@ from langchain_argus.retriever import ArgusRetriever, StoreReadError, collapse_d
 from langchain_argus.sira import SiraEnricher, SiraRetriever
 from langchain_argus.transformer import ArgusDocumentTransformer
 
+_PARENTS = ("ArgusMultiVectorRetriever", "ArgusParentDocumentRetriever")
+
+
+def __getattr__(name: str) -> object:
+    """The parent-document retrievers load langchain-classic, an optional dependency: only
+    when asked for."""
+    if name in _PARENTS:
+        from langchain_argus import parents
+
+        return getattr(parents, name)
+    raise AttributeError(f"module 'langchain_argus' has no attribute {name!r}")
+
+
 __all__ = [
     "ArgusDocstore",
     "ArgusDocumentTransformer",
     "ArgusEmbeddings",
+    "ArgusMultiVectorRetriever",
+    "ArgusParentDocumentRetriever",
     "ArgusRetriever",
     "SiraEnricher",
     "SiraRetriever",

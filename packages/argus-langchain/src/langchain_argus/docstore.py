@@ -18,6 +18,7 @@ from argus_ir.collapse import (
     is_view_entry,
     read_originals,
     resolve_sources,
+    same_scope,
     warn_refused,
 )
 from argus_ir.errors import ArgusInputError, StoreReadError
@@ -161,14 +162,30 @@ class ArgusDocstore(BaseStore[str, Document]):
         fetched: Mapping[str, Document],
     ) -> list[Document | None]:
         """Each key's original; ``None`` for a key not found, refused, dropped or repeated."""
-        source_of: dict[str, str] = {}
-        original: dict[str, Document] = {}
+        by_key = self._by_key(resolved, fetched)
+        out: list[Document | None] = []
+        served: set[str] = set()
+        for key in keys:
+            found = by_key.get(key)
+            if found is None or found[0] in served:
+                out.append(None)
+                continue
+            served.add(found[0])
+            out.append(found[1])
+        return out
+
+    def _by_key(
+        self, resolved: Resolved[_Entry], fetched: Mapping[str, Document]
+    ) -> dict[str, tuple[str, Document]]:
+        """Each key that resolved: its source's id and original (as given to ``mset``); the
+        refused and dropped views are logged."""
+        by_key: dict[str, tuple[str, Document]] = {}
         for f in resolved.sources:
-            original[f.source_id] = (
+            original = self._unstamped(
                 f.original[1] if f.original is not None else fetched[f.source_id]
             )
             for key, _ in f.hits:
-                source_of[key] = f.source_id
+                by_key[key] = (f.source_id, original)
         warn_refused(logger, resolved.refused)
         if resolved.dropped:
             logger.warning(
@@ -177,15 +194,70 @@ class ArgusDocstore(BaseStore[str, Document]):
                 len(resolved.dropped),
                 ", ".join(map(repr, resolved.dropped)),
             )
-        out: list[Document | None] = []
+        return by_key
+
+    # the hits that name a parent ---------------------------------------------------------------
+
+    def parents_of(self, hits: Sequence[Document], id_key: str = "doc_id") -> list[Document]:
+        """The parents the hits of a search name in ``metadata[id_key]``, each once, in the order
+        of the first hit that may bring it in.
+
+        ``mget`` sees keys only, so whoever writes an entry straight into the store with another
+        document's id in ``id_key`` gets that document from a plain ``MultiVectorRetriever``,
+        whatever filter the search ran with. Here the hit itself is put to the scope rule: it
+        brings in its key's document only when that document (the original, for a view's key)
+        carries the hit's metadata, ``id_key``, argus's lineage and the keys a store adds aside
+        (:func:`argus_ir.collapse.same_scope`), which every entry that a parent's own ``mset``,
+        ``ParentDocumentRetriever``'s children or argus's views write does. A refused hit is
+        logged. :class:`~langchain_argus.parents.ArgusMultiVectorRetriever` and
+        :class:`~langchain_argus.parents.ArgusParentDocumentRetriever` call this.
+        """
+        keys = _named(hits, id_key)
+        entries = self._entries(keys, self._read(_wanted(keys)))
+        resolved, fetched = read_originals(
+            self._steps(entries), self._read_originals, lambda d: d.metadata
+        )
+        return self._in_scope(hits, id_key, self._by_key(resolved, fetched))
+
+    async def aparents_of(self, hits: Sequence[Document], id_key: str = "doc_id") -> list[Document]:
+        """:meth:`parents_of` through the store's async API."""
+        if getattr(self.vectorstore, "async_mode", None) is False:
+            return await run_in_executor(None, self.parents_of, hits, id_key)
+        keys = _named(hits, id_key)
+        entries = self._entries(keys, await self._aread(_wanted(keys)))
+        resolved, fetched = await aread_originals(
+            self._steps(entries), self._aread_originals, lambda d: d.metadata
+        )
+        return self._in_scope(hits, id_key, self._by_key(resolved, fetched))
+
+    def _in_scope(
+        self,
+        hits: Sequence[Document],
+        id_key: str,
+        by_key: Mapping[str, tuple[str, Document]],
+    ) -> list[Document]:
+        ignore = (*STORE_KEYS, id_key, *((self.id_key,) if self.id_key else ()))
+        out: list[Document] = []
         served: set[str] = set()
-        for key in keys:
-            source = source_of.get(key)
-            if source is None or source in served:
-                out.append(None)
+        refused: list[str] = []
+        for hit in hits:
+            key = (hit.metadata or {}).get(id_key)
+            found = by_key.get(key) if isinstance(key, str) else None
+            if found is None or found[0] in served:
                 continue
-            served.add(source)
-            out.append(self._unstamped(original[source]))
+            if not same_scope(hit.metadata, found[1].metadata, ignore):
+                refused.append(f"{_doc_id(hit) or '(no id)'} -> {key}")
+                continue
+            served.add(found[0])
+            out.append(found[1])
+        if refused:
+            logger.warning(
+                "%d hit(s) name a parent whose metadata they do not carry; the parent is not "
+                "brought in by them (hit -> %s): %s",
+                len(refused),
+                id_key,
+                ", ".join(refused[:5]) + (", ..." if len(refused) > 5 else ""),
+            )
         return out
 
     def _unstamped(self, doc: Document) -> Document:
@@ -245,6 +317,12 @@ class ArgusDocstore(BaseStore[str, Document]):
         raise NotImplementedError(
             "ArgusDocstore cannot list keys: a vector store has no generic listing of its ids"
         )
+
+
+def _named(hits: Sequence[Document], id_key: str) -> list[str]:
+    """The keys the hits name in ``id_key``, each once, in rank order."""
+    named = ((h.metadata or {}).get(id_key) for h in hits)
+    return list(dict.fromkeys(k for k in named if isinstance(k, str) and k))
 
 
 def _wanted(keys: list[str]) -> list[str]:
