@@ -107,6 +107,54 @@ def test_a_different_base_model_is_refused_naming_both():
         ArgusDocumentTransformer().embeddings(mpnet)
 
 
+def test_a_truncated_dimension_is_refused_at_construction():
+    """``model_kwargs={"truncate_dim": 64}``: 64-d vectors from the store's embeddings beside
+    argus's 384-d ones used to fail only at search time, as a numpy shape error."""
+    truncated = hf.HuggingFaceEmbeddings(
+        model_name=str(minilm_path()), model_kwargs={"device": "cpu", "truncate_dim": 64}
+    )
+    with pytest.raises(ArgusInputError, match=r"model_kwargs\['truncate_dim'\]"):
+        ArgusDocumentTransformer(embed=True).embeddings(truncated)
+
+
+def test_a_wrapper_is_checked_through():
+    """``CacheBackedEmbeddings`` over another model is refused naming the wrapper and the model
+    inside; over the retriever's own model it is accepted and its vectors pass the probe."""
+    from langchain_classic.embeddings import CacheBackedEmbeddings
+    from langchain_core.stores import InMemoryByteStore
+
+    transformer = ArgusDocumentTransformer(embed=True)
+    mpnet = hf.HuggingFaceEmbeddings.model_construct(
+        model_name="sentence-transformers/all-mpnet-base-v2"
+    )
+    cached = CacheBackedEmbeddings.from_bytes_store(
+        mpnet, InMemoryByteStore(), namespace="m", key_encoder="sha256"
+    )
+    with pytest.raises(
+        ArgusInputError, match=r"CacheBackedEmbeddings \(over HuggingFaceEmbeddings\).*mpnet"
+    ):
+        transformer.embeddings(cached)
+    own = hf.HuggingFaceEmbeddings(model_name=str(minilm_path()), model_kwargs={"device": "cpu"})
+    ok = CacheBackedEmbeddings.from_bytes_store(
+        own, InMemoryByteStore(), namespace="o", key_encoder="sha256"
+    )
+    assert isinstance(transformer.embeddings(ok), ArgusEmbeddings)
+
+
+def test_an_embedder_that_names_no_model_is_checked_by_one_vector():
+    """An embedder with no readable model is put to one test sentence: another space or another
+    size is refused, naming what differs; ``verify=False`` opts out explicitly."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    transformer = ArgusDocumentTransformer(embed=True)
+    with pytest.raises(ArgusInputError, match=r"cosine away.*verify=False"):
+        transformer.embeddings(DeterministicFakeEmbedding(size=384))
+    with pytest.raises(ArgusInputError, match=r"64-dimensional.*384-dimensional"):
+        transformer.embeddings(DeterministicFakeEmbedding(size=64))
+    unchecked = transformer.embeddings(DeterministicFakeEmbedding(size=384), verify=False)
+    assert isinstance(unchecked, ArgusEmbeddings)
+
+
 def test_other_texts_and_queries_go_to_the_base(base):
     transformer = ArgusDocumentTransformer(embed=True)
     embeddings = transformer.embeddings(base)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,21 @@ dimensions); past it the oldest are dropped, and the store's embeddings compute 
 # encode settings of a sentence-transformers model that change what a document's vector is,
 # beyond what argus reproduces (the model's own pooling and normalisation)
 _CHANGES_VECTORS = ("prompt", "prompt_name", "precision", "truncate_dim", "output_value")
+# the same, given where the model is built (SentenceTransformer's constructor)
+_MODEL_CHANGES_VECTORS = ("prompts", "default_prompt_name", "truncate_dim")
+
+# embeddings that wrap another and return its vectors (a cache, argus's own): checked through
+_WRAPPED = ("underlying_embeddings",)
+
+PROBE_TEXT = (
+    "The 1755 earthquake destroyed much of Lisbon, and the Marquis of Pombal rebuilt the Baixa."
+)
+"""The text both the store's embeddings and argus's encoder embed when the transformer checks
+that their vectors are one space (:meth:`ArgusEmbeddings.__init__`)."""
+
+MIN_PROBE_COSINE = 0.999
+"""The least cosine between the two vectors of :data:`PROBE_TEXT`: the same model at fp32
+agrees to about 1e-6, another model or setting falls far below."""
 
 
 class PendingVectors:
@@ -95,6 +110,29 @@ def base_model(base: Embeddings) -> str | None:
     return None
 
 
+def unwrapped(base: Embeddings) -> Embeddings:
+    """The embeddings that compute ``base``'s document vectors: through argus's own wrapper and
+    through wrappers that hand another's vectors on (LangChain's ``CacheBackedEmbeddings``)."""
+    seen: set[int] = set()
+    while id(base) not in seen:
+        seen.add(id(base))
+        if isinstance(base, ArgusEmbeddings):
+            base = base.__dict__["base"]
+            continue
+        inner = next(
+            (
+                getattr(base, a, None)
+                for a in _WRAPPED
+                if isinstance(getattr(base, a, None), Embeddings)
+            ),
+            None,
+        )
+        if inner is None:
+            return base
+        base = inner
+    return base
+
+
 class ArgusEmbeddings(Embeddings):
     """A store's embeddings that answer ``embed_documents`` from argus's vectors.
 
@@ -102,34 +140,64 @@ class ArgusEmbeddings(Embeddings):
     A text the transformer returned is answered from its vector, and that vector is dropped;
     every other text, and every query, goes to ``base``.
 
+    ``base`` is checked before any vector is handed out, because a store that mixes argus's
+    vectors with ``base``'s fails only at search time (a shape error) or, worse, not at all
+    (two spaces in one index): the model it declares (read through known wrappers such as
+    ``CacheBackedEmbeddings``), the settings that change a document's vector, and, with
+    ``probe``, one vector of :data:`PROBE_TEXT` from ``base`` against argus's own (same length,
+    cosine at least :data:`MIN_PROBE_COSINE`): this catches what no attribute names.
+
+    Args:
+        base: The store's embeddings.
+        pending: Where the transformer holds its vectors.
+        retriever: The transformer's retriever (a model name or path).
+        probe: argus's document vector of a text; ``None`` skips the vector check.
+
     Raises:
         ArgusInputError: ``base`` declares another model than the transformer's retriever, or
-            encode settings that change a document's vector (a prompt, another precision).
+            encode settings that change a document's vector (a prompt, another precision, a
+            truncated dimension), or its vector of :data:`PROBE_TEXT` is not argus's.
     """
 
-    def __init__(self, base: Embeddings, pending: PendingVectors, retriever: str) -> None:
+    def __init__(
+        self,
+        base: Embeddings,
+        pending: PendingVectors,
+        retriever: str,
+        probe: Callable[[str], np.ndarray] | None = None,
+    ) -> None:
         if isinstance(base, ArgusEmbeddings):
             base = base.__dict__["base"]
-        name = base_model(base)
+        computes = unwrapped(base)
+        where = type(base).__name__
+        if computes is not base:
+            where += f" (over {type(computes).__name__})"
+        name = base_model(computes)
         if name is not None and not same_model(name, retriever):
             raise ArgusInputError(
-                f"{type(base).__name__} embeds with {name!r}, but the transformer diagnoses and "
+                f"{where} embeds with {name!r}, but the transformer diagnoses and "
                 f"embeds with {canonical_id(retriever)!r}: their vectors would not share one "
                 "space; build the store's embeddings with the transformer's retriever"
             )
-        encode = dict(getattr(base, "encode_kwargs", None) or {})
-        model_kwargs = dict(getattr(base, "model_kwargs", None) or {})
-        changed = [k for k in _CHANGES_VECTORS if encode.get(k) not in (None, "float32")]
-        changed += [k for k in ("prompts", "default_prompt_name") if model_kwargs.get(k)]
+        encode = dict(getattr(computes, "encode_kwargs", None) or {})
+        model_kwargs = dict(getattr(computes, "model_kwargs", None) or {})
+        changed = [
+            f"encode_kwargs[{k!r}]"
+            for k in _CHANGES_VECTORS
+            if encode.get(k) not in (None, "float32")
+        ]
+        changed += [f"model_kwargs[{k!r}]" for k in _MODEL_CHANGES_VECTORS if model_kwargs.get(k)]
         if changed:
             raise ArgusInputError(
-                f"{type(base).__name__} is set to embed documents with "
-                f"{', '.join(sorted(changed))}, which argus's vectors do not reproduce; use "
-                "the store's embeddings without them, or embed=False"
+                f"{where} is set to embed documents with {', '.join(sorted(changed))}, which "
+                "argus's vectors do not reproduce; use the store's embeddings without it, or "
+                "embed=False"
             )
         self.base = base
         self.pending = pending
         self._normalize = bool(encode.get("normalize_embeddings"))
+        if probe is not None:
+            _check_probe(where, computes, probe)
 
     def _answer(self, texts: list[str]) -> tuple[list[list[float] | None], list[int]]:
         out: list[list[float] | None] = []
@@ -169,3 +237,25 @@ class ArgusEmbeddings(Embeddings):
         if name in ("base", "pending", "_normalize"):
             raise AttributeError(name)
         return getattr(self.base, name)
+
+
+def _check_probe(where: str, computes: Embeddings, probe: Callable[[str], np.ndarray]) -> None:
+    """Refuse ``computes`` unless its vector of :data:`PROBE_TEXT` is argus's."""
+    theirs = np.asarray(computes.embed_documents([PROBE_TEXT])[0], dtype=np.float64)
+    ours = np.asarray(probe(PROBE_TEXT), dtype=np.float64)
+    if theirs.shape != ours.shape:
+        raise ArgusInputError(
+            f"{where} returns {theirs.size}-dimensional document vectors, argus's retriever "
+            f"{ours.size}-dimensional: a setting such as truncate_dim, or another model; the "
+            "store would hold vectors of two sizes. Build the store's embeddings with the "
+            "transformer's retriever and no such setting, or use embed=False"
+        )
+    norms = float(np.linalg.norm(theirs) * np.linalg.norm(ours)) or 1.0
+    cosine = float(theirs @ ours) / norms
+    if cosine < MIN_PROBE_COSINE:
+        raise ArgusInputError(
+            f"{where} embeds a test sentence {cosine:.3f} cosine away from argus's retriever "
+            f"(at least {MIN_PROBE_COSINE} for one model): another model, a prompt or another "
+            "precision. Build the store's embeddings with the transformer's retriever, or use "
+            "embed=False; embeddings(base, verify=False) skips this check"
+        )

@@ -117,10 +117,17 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
         Argus(**self._settings())  # the facade checks its settings; it loads nothing
         return self
 
-    def embeddings(self, base: Embeddings) -> ArgusEmbeddings:
+    def embeddings(self, base: Embeddings, *, verify: bool = True) -> ArgusEmbeddings:
         """The embeddings to build your vector store with: ``embed_documents`` answers from the
         vectors this transformer computed for exactly those texts; queries, and any text it did
         not return, go to ``base``, your model (the same as ``retriever``).
+
+        ``base`` is checked here, not at search time: the model it names (through wrappers
+        such as ``CacheBackedEmbeddings``), settings that change its document vectors
+        (``truncate_dim``, prompts, precision) and, unless ``verify=False``, one test sentence
+        embedded by ``base`` and by argus (loads the retriever): the same length and a cosine
+        of at least 0.999. ``verify=False`` is for an embedder you know to be the retriever
+        that cannot embed before the store exists.
 
         Example:
             >>> argus = ArgusDocumentTransformer(embed=True)  # doctest: +SKIP
@@ -129,14 +136,16 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
 
         Raises:
             ArgusInputError: ``embed`` is off, or ``base`` declares another model than
-                ``retriever`` (the message names both) or a setting that changes its vectors.
+                ``retriever`` (the message names both), a setting that changes its vectors, or
+                embeds the test sentence differently from argus.
         """
         if not self.embed:
             raise ArgusInputError(
                 "embeddings() hands out the vectors an ArgusDocumentTransformer(embed=True) "
                 "computes; this one has embed=False"
             )
-        return ArgusEmbeddings(base, self._vectors_pending(), self.retriever)
+        probe = (lambda text: self.argus.embedder.embed([text])[0]) if verify else None
+        return ArgusEmbeddings(base, self._vectors_pending(), self.retriever, probe=probe)
 
     def _vectors_pending(self) -> PendingVectors:
         if self._pending is None or self._pending.max_pending != self.max_pending:
