@@ -39,6 +39,7 @@ from argus_ir.errors import ArgusInputError
 from argus_ir.lineage import SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
 from argus_ir.remedy.texts import view_id
 from langchain_argus import (
+    ArgusDocstore,
     ArgusRetriever,
     StoreReadError,
     adelete_sources,
@@ -583,3 +584,48 @@ def _main(url: str, recipe: str, *kill: str) -> None:
 
 if __name__ == "__main__":  # a child of the tests above
     _main(*sys.argv[1:])
+
+
+# issue 59, item 8: one id the store refuses fails no query --------------------------------------
+
+
+def test_an_id_the_store_refuses_drops_that_source_and_answers_the_query(
+    embeddings, augmented, scenario_ids, caplog
+):
+    """langchain-postgres's ``PGVectorStore`` keeps ids in a UUID column, and ``get_by_ids`` of
+    a batch with one id not of that format fails as a whole (``DataError``). An entry written
+    straight into the store whose ``argus_source_id`` is not a UUID used to fail every query that
+    hit it ("the query fails rather than answer without them"); now that source is dropped,
+    named in a warning, and the other sources of the query are read and served, through the
+    retriever (sync and async) and the docstore. A stopped server still fails the query
+    (``test_item_5_...``)."""
+    from langchain_postgres import PGEngine, PGVectorStore
+
+    engine = PGEngine.from_connection_string(_database("refused_ids"))
+    engine.init_vectorstore_table(table_name="argus", vector_size=384, overwrite_existing=True)
+    store = PGVectorStore.create_sync(
+        engine=engine, table_name="argus", embedding_service=embeddings
+    )
+    query = "Bogie, the star of the 1942 film Casablanca, and the Bohr model of the atom"
+    forged = Document(query, metadata={SOURCE_KEY: "not-a-uuid", VIEW_KEY: "expansion"})
+    store.add_documents([*augmented, forged], ids=[*(d.id or "" for d in augmented), FORGED_ID])
+    top = store.similarity_search(query, k=3)
+    assert top[0].metadata[SOURCE_KEY] == "not-a-uuid"
+    assert all(d.metadata.get(VIEW_KEY) not in (None, "original") for d in top)  # all fetched
+
+    # PGVectorStore's relevance under its default cosine distance is 1 - distance: the cosine
+    retriever = ArgusRetriever(vectorstore=store, k=2, fetch_k=3, relevance_per_cosine=1.0)
+    caplog.set_level(logging.WARNING, logger="langchain_argus.retriever")
+    found = retriever.invoke(query)
+    assert asyncio.run(retriever.ainvoke(query)) == found
+    wanted = list(dict.fromkeys(d.metadata[SOURCE_KEY] for d in top[1:]))
+    assert wanted and [d.id for d in found] == wanted
+    assert "PGVectorStore refused 1 id(s)" in caplog.text and "'not-a-uuid'" in caplog.text
+
+    docstore = ArgusDocstore(store)
+    sci = scenario_ids["sci-2"]
+    got = docstore.mget([sci, "not-a-uuid"])
+    assert [d.id if d else None for d in got] == [sci, None]
+
+
+FORGED_ID = "00000000-0000-4000-8000-00000000f0f0"

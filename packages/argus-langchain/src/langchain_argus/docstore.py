@@ -22,7 +22,8 @@ from argus_ir.collapse import (
     warn_refused,
 )
 from argus_ir.errors import ArgusInputError, StoreReadError
-from langchain_argus.retriever import STORE_KEYS, _doc_id, _own_originals, _shown_ids
+from langchain_argus._reads import _shown_ids, aread_by_ids, read_by_ids
+from langchain_argus.retriever import STORE_KEYS, _doc_id, _own_originals
 
 __all__ = ["ArgusDocstore"]
 
@@ -114,7 +115,7 @@ class ArgusDocstore(BaseStore[str, Document]):
         if not ids:
             return []
         try:
-            return list(self.vectorstore.get_by_ids(ids))
+            return read_by_ids(self.vectorstore, ids)
         except Exception as exc:  # an outage is not "no such document": never answer None on it
             raise self._failed(ids, exc) from exc
 
@@ -122,7 +123,7 @@ class ArgusDocstore(BaseStore[str, Document]):
         if not ids:
             return []
         try:
-            return list(await self.vectorstore.aget_by_ids(ids))
+            return await aread_by_ids(self.vectorstore, ids)
         except Exception as exc:  # as in _read
             raise self._failed(ids, exc) from exc
 

@@ -34,6 +34,7 @@ from argus_ir.collapse import (
 )
 from argus_ir.errors import ArgusInputError, StoreReadError
 from argus_ir.lineage import SOURCE_KEY
+from langchain_argus._reads import _shown_ids, aread_by_ids, read_by_ids
 from langchain_argus._scores import hint, relevance_per_cosine
 
 __all__ = ["ArgusRetriever", "StoreReadError", "collapse_documents"]
@@ -318,7 +319,7 @@ class ArgusRetriever(BaseRetriever):
         if self.fetch_originals is not None:
             return _originals(self.fetch_originals(ids))
         try:
-            found = self.vectorstore.get_by_ids(ids)
+            found = read_by_ids(self.vectorstore, ids)
         except NotImplementedError as exc:
             raise _no_get_by_ids(self.vectorstore) from exc
         except Exception as exc:  # an outage is not "no such document": never drop on it
@@ -331,7 +332,7 @@ class ArgusRetriever(BaseRetriever):
         if self.fetch_originals is not None:
             return _originals(await run_in_executor(None, self.fetch_originals, ids))
         try:
-            found = await self.vectorstore.aget_by_ids(ids)
+            found = await aread_by_ids(self.vectorstore, ids)
         except NotImplementedError as exc:
             raise _no_get_by_ids(self.vectorstore) from exc
         except Exception as exc:  # as in _fetch
@@ -414,11 +415,6 @@ def _no_get_by_ids(store: VectorStore) -> ArgusInputError:
         "ArgusRetriever(fetch_originals=...), a function from source ids to their originals "
         "(docs/langchain.md, 'Stores', has one for LanceDB)"
     )
-
-
-def _shown_ids(ids: list[str]) -> str:
-    """The first five ids, and how many more, for an error message."""
-    return ", ".join(map(repr, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
 
 
 def _read_failed(store: VectorStore, ids: list[str], exc: BaseException) -> StoreReadError:
