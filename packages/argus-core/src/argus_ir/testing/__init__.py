@@ -7,6 +7,9 @@
 - :data:`FORGED`: the texts and queries of the forged-lineage (tenant) tests.
 - :class:`AdapterContract`: the behaviour every adapter promises, as pytest tests; a framework's
   test suite subclasses it and implements a few hooks.
+- :class:`LifecycleContract`: what a store holds after any single fault and one rerun (a kill
+  at each boundary of the recipe, two writers, splitters that make random ids), the same table
+  of scenarios for every framework × store, one comparator (:mod:`argus_ir.testing.lifecycle`).
 - :class:`ScriptedLLM`: an LLM backend that replies from a script (plumbing tests).
 - :data:`STORE_KB_ENTRIES`, :data:`STORE_KB_DOCUMENT`: a small product wiki each adapter puts in
   its framework's store to test the store as the KB.
@@ -19,6 +22,7 @@
 
 from argus_ir.testing.contract import AdapterContract, contract_kb
 from argus_ir.testing.knowledge import KNOWN_KB, KNOWN_TEXTS, cosine, write_passages
+from argus_ir.testing.lifecycle import SCENARIOS, LifecycleContract
 from argus_ir.testing.llm import ScriptedLLM
 from argus_ir.testing.reference import cosine_reference
 from argus_ir.testing.scenario import (
@@ -39,10 +43,12 @@ __all__ = [
     "KNOWN_TEXTS",
     "LEAD_QUERIES",
     "SCENARIO",
+    "SCENARIOS",
     "SCENARIO_QUERIES",
     "STORE_KB_DOCUMENT",
     "STORE_KB_ENTRIES",
     "AdapterContract",
+    "LifecycleContract",
     "Scenario",
     "ScriptedLLM",
     "contract_kb",

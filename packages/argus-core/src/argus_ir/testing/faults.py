@@ -1,0 +1,93 @@
+"""Faults for the lifecycle contract: a kill at a recipe's boundary, and two writers taking
+turns at theirs (:mod:`argus_ir.testing.lifecycle`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+__all__ = ["Killed", "Step", "Turns", "count_steps", "no_step"]
+
+Step = Callable[[str], None]
+"""What a recipe calls at each boundary between its steps, with the boundary's name."""
+
+
+class Killed(BaseException):
+    """The recipe stopped at a boundary, as if its process were killed there."""
+
+
+class Turns:
+    """Two writers taking turns at their recipes' boundaries: ``a`` runs to its first boundary,
+    then ``b`` to its first, then ``a`` to its end, then ``b`` to its end. So both have read the
+    store's state before either writes the rest, the interleaving that doubled or left stale
+    entries in the field, and the same on every run. A writer whose partner has finished does
+    not wait."""
+
+    def __init__(self, timeout: float = 120.0) -> None:
+        self._turn = "a"
+        self._first: set[str] = set()
+        self._done: set[str] = set()
+        self._cond = threading.Condition()
+        self._timeout = timeout
+
+    @staticmethod
+    def _other(who: str) -> str:
+        return "b" if who == "a" else "a"
+
+    def step(self, who: str) -> Step:
+        other = self._other(who)
+
+        def at(name: str) -> None:
+            with self._cond:
+                if who in self._first or other in self._done:
+                    return
+                self._first.add(who)
+                self._turn = other
+                self._cond.notify_all()
+                self._cond.wait_for(
+                    lambda: self._turn == who or other in self._done, timeout=self._timeout
+                )
+
+        return at
+
+    def run(self, a: Callable[[Step], None], b: Callable[[Step], None]) -> None:
+        """Run ``a`` and ``b`` (each given its boundary hook) on two threads, taking turns."""
+        errors: list[BaseException] = []
+
+        def body(who: str, call: Callable[[Step], None]) -> None:
+            with self._cond:
+                self._cond.wait_for(lambda: self._turn == who, timeout=self._timeout)
+            try:
+                call(self.step(who))
+            except BaseException as exc:  # raised again on the caller's thread
+                errors.append(exc)
+            finally:
+                with self._cond:
+                    self._done.add(who)
+                    self._turn = self._other(who)
+                    self._cond.notify_all()
+
+        threads = [threading.Thread(target=body, args=w) for w in (("a", a), ("b", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=10 * self._timeout)
+        if errors:
+            raise errors[0]
+
+
+def no_step(name: str) -> None:
+    """The boundary hook of a call run without a fault."""
+
+
+class count_steps:
+    """Counts a call's boundaries; with ``kill_at`` raises :class:`Killed` right after that one."""
+
+    def __init__(self, kill_at: int | None = None) -> None:
+        self.names: list[str] = []
+        self.kill_at = kill_at
+
+    def __call__(self, name: str) -> None:
+        self.names.append(name)
+        if self.kill_at is not None and len(self.names) == self.kill_at:
+            raise Killed(name)
