@@ -20,7 +20,7 @@ import numpy as np
 from argus_ir.diagnose import Diagnoser, Diagnosis, StartedDiagnosis, too_long
 from argus_ir.documents import Document
 from argus_ir.errors import ArgusInputError
-from argus_ir.runners.integration import has_lineage, is_argus_output
+from argus_ir.lineage import has_lineage, is_argus_output
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ Failures = list[tuple[str, str]]
 def earlier_output(doc: Document) -> bool:
     """Whether a record was written by an earlier run, its lineage intact: a view whose id is the
     one its lineage gives, or an original whose only lineage is its own
-    (:func:`~argus_ir.runners.integration.is_argus_output`, the adapters' rule). A record with any
+    (:func:`~argus_ir.lineage.is_argus_output`, the adapters' rule). A record with any
     other ``argus_*`` keys (a user's own ``argus_view``, a view copied under another id) is a
     user's document: it is diagnosed, and written as an original with an original's lineage."""
     return is_argus_output(doc.id, doc.metadata)

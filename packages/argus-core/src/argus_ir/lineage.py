@@ -9,6 +9,12 @@ every key of :data:`ARGUS_KEYS` out of embeddings and LLM prompts.
 
 from __future__ import annotations
 
+import hashlib
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
     "ARGUS_KEYS",
     "ENTITY_KEY",
@@ -20,11 +26,21 @@ __all__ = [
     "KNOWLEDGE_KEY",
     "KNOWLEDGE_KEYS",
     "LLM_KEY",
+    "ORIGINAL",
     "PROMPT_KEY",
     "RPS_KEY",
     "SOURCE_KEY",
+    "VIEW_ID",
     "VIEW_KEY",
     "VIEW_NAME_KEY",
+    "VIEW_UUID",
+    "has_lineage",
+    "is_argus_output",
+    "is_genuine_original",
+    "is_genuine_view",
+    "is_view",
+    "original_lineage",
+    "view_id",
 ]
 
 SOURCE_KEY = "argus_source_id"
@@ -76,3 +92,82 @@ ARGUS_KEYS = (
     KNOWLEDGE_ID_KEY,
 )
 """Every lineage key a view may carry (adapters keep them out of embeddings and LLM prompts)."""
+
+ORIGINAL = "original"
+"""The ``argus_view`` of an original document, and the name of the unaugmented condition."""
+
+VIEW_ID = re.compile(r".+#argus-[0-9a-f]{16}")
+"""What every :func:`~argus_ir.remedy.texts.view_key` looks like (and the id of a view written before ids were UUIDs)."""
+
+VIEW_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+"""What every :func:`view_id` looks like (a version-5 UUID)."""
+
+VIEW_NAMESPACE = uuid.UUID("5d1c2f0e-7a52-4c1e-9b4a-0c6f3e2a9d17")
+"""The UUIDv5 namespace of view ids (fixed: changing it changes every view id)."""
+
+
+def view_id(key: str) -> str:
+    """A view's id: the UUIDv5 of its :func:`view_key`, an id every vector store accepts (Qdrant
+    takes only UUIDs and unsigned integers as point ids)."""
+    name = key.encode("utf-8", "surrogatepass")  # uuid5 itself refuses a lone surrogate
+    digest = hashlib.sha1(VIEW_NAMESPACE.bytes + name, usedforsecurity=False).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))  # what uuid.uuid5 computes
+
+
+# what a record is, read from its lineage -------------------------------------------------------
+
+
+def is_view(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether metadata marks an argus support view (not an original)."""
+    kind = (metadata or {}).get(VIEW_KEY)
+    return kind is not None and kind != ORIGINAL
+
+
+def is_genuine_view(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a record is a view as argus writes one: it is marked as a view, its
+    ``argus_view_key`` is ``<its argus_source_id>#argus-<16 hex>`` and its id is that key's UUID.
+
+    This tells argus's own output from a user's key that merely looks like argus's, or from a
+    careless hand-written lineage; it is not a signature (anyone can compute the UUID), which is
+    why trusting input lineage is an opt-in (``trust_lineage``).
+    """
+    meta = metadata or {}
+    if not is_view(meta) or doc_id is None:
+        return False
+    key, source = meta.get(VIEW_NAME_KEY), meta.get(SOURCE_KEY)
+    if not isinstance(key, str) or not isinstance(source, str) or not source:
+        return False
+    if not key.startswith(f"{source}#argus-") or VIEW_ID.fullmatch(key) is None:
+        return False
+    return str(doc_id) == view_id(key)
+
+
+def is_genuine_original(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a record is an original as argus writes one: its only lineage keys are
+    ``argus_view = "original"`` and its own id as ``argus_source_id`` (:func:`original_lineage`),
+    and where it was enriched in place, its knowledge (:data:`~argus_ir.lineage.KNOWLEDGE_KEYS`)."""
+    if doc_id is None:
+        return False
+    lineage = {k: v for k, v in (metadata or {}).items() if k in ARGUS_KEYS}
+    knowledge = [lineage.pop(k) for k in KNOWLEDGE_KEYS if k in lineage]
+    if not all(isinstance(v, str) for v in knowledge):
+        return False
+    return lineage == original_lineage(str(doc_id))
+
+
+def is_argus_output(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a record is argus's own output with its lineage intact: a consistent view
+    (:func:`is_genuine_view`) or a consistent original (:func:`is_genuine_original`). Any other
+    record is a user's document, whatever ``argus_*`` keys it carries."""
+    return is_genuine_view(doc_id, metadata) or is_genuine_original(doc_id, metadata)
+
+
+def has_lineage(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether metadata carries any of argus's lineage keys."""
+    return any(k in ARGUS_KEYS for k in metadata or {})
+
+
+def original_lineage(doc_id: str) -> dict[str, str]:
+    """The lineage an original carries in a framework's store: its own id as its source, so views
+    fold into it however the store reports or re-keys ids."""
+    return {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL}

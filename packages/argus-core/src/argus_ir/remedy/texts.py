@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import uuid
 from collections.abc import Sequence
 
 from argus_ir.diagnose import EntityRisk
 from argus_ir.kb import Passage
+from argus_ir.lineage import VIEW_ID, VIEW_NAMESPACE, VIEW_UUID, view_id
 
 __all__ = [
     "KNOWLEDGE_SEPARATOR",
@@ -43,30 +43,12 @@ def passage_text(passage: Passage) -> str:
     return f"{passage.title}: {passage.text}"
 
 
-VIEW_ID = re.compile(r".+#argus-[0-9a-f]{16}")
-"""What every :func:`view_key` looks like (and the id of a view written before ids were UUIDs)."""
-
-VIEW_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-"""What every :func:`view_id` looks like (a version-5 UUID)."""
-
-VIEW_NAMESPACE = uuid.UUID("5d1c2f0e-7a52-4c1e-9b4a-0c6f3e2a9d17")
-"""The UUIDv5 namespace of view ids (fixed: changing it changes every view id)."""
-
-
 def view_key(source_id: str, kind: str, entity: str, kb_id: str, settings: str) -> str:
     """A view's readable key, ``<source id>#argus-<16 hex>``: the same inputs give the same key on
     every run and machine. It is kept in the view's lineage (``argus_view_key``)."""
     key = json.dumps([source_id, kind, entity, kb_id, settings], ensure_ascii=False)
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()  # lone surrogates too
     return f"{source_id}#argus-{digest[:16]}"
-
-
-def view_id(key: str) -> str:
-    """A view's id: the UUIDv5 of its :func:`view_key`, an id every vector store accepts (Qdrant
-    takes only UUIDs and unsigned integers as point ids)."""
-    name = key.encode("utf-8", "surrogatepass")  # uuid5 itself refuses a lone surrogate
-    digest = hashlib.sha1(VIEW_NAMESPACE.bytes + name, usedforsecurity=False).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=5))  # what uuid.uuid5 computes
 
 
 def _lead_clause(text: str) -> str:

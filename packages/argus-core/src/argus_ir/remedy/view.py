@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from argus_ir.lineage import SOURCE_KEY, VIEW_KEY
+from argus_ir.lineage import ORIGINAL, SOURCE_KEY, VIEW_KEY
 
 __all__ = [
     "DEFAULT_REMEDY",
@@ -35,8 +35,6 @@ vector. Their diagnosis reads the retriever's window alone (``Diagnoser.diagnose
 which spares the encoder and NER the rest of a long document."""
 GENERATED_PREFIX = "llm:"
 """Passage ids of generated knowledge (:mod:`argus_ir.kb.llm`); their views say so in lineage."""
-ORIGINAL = "original"
-"""The ``argus_view`` of an original document, and the name of the unaugmented condition."""
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from argus_ir.lineage import ARGUS_KEYS, KNOWLEDGE_KEYS, SOURCE_KEY, VIEW_KEY, VIEW_NAME_KEY
-from argus_ir.remedy import ORIGINAL, RemedyStats, View
-from argus_ir.remedy.texts import VIEW_ID, view_id
+from argus_ir.lineage import (
+    ARGUS_KEYS,
+    KNOWLEDGE_KEYS,
+    has_lineage,
+    is_argus_output,
+    is_genuine_original,
+    is_genuine_view,
+    is_view,
+    original_lineage,
+)
+from argus_ir.remedy import RemedyStats, View
 
 if TYPE_CHECKING:
     from argus_ir.diagnose import Diagnosis
@@ -158,62 +166,6 @@ def content_id(text: str | None) -> str:
     """A stable id for a document that came without one (a hash of its text)."""
     digest = hashlib.blake2b((text or "").encode("utf-8"), digest_size=16).hexdigest()
     return f"argus-doc-{digest}"
-
-
-def is_view(metadata: Mapping[str, Any] | None) -> bool:
-    """Whether metadata marks an argus support view (not an original)."""
-    kind = (metadata or {}).get(VIEW_KEY)
-    return kind is not None and kind != ORIGINAL
-
-
-def is_genuine_view(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
-    """Whether a record is a view as argus writes one: it is marked as a view, its
-    ``argus_view_key`` is ``<its argus_source_id>#argus-<16 hex>`` and its id is that key's UUID.
-
-    This tells argus's own output from a user's key that merely looks like argus's, or from a
-    careless hand-written lineage; it is not a signature (anyone can compute the UUID), which is
-    why trusting input lineage is an opt-in (``trust_lineage``).
-    """
-    meta = metadata or {}
-    if not is_view(meta) or doc_id is None:
-        return False
-    key, source = meta.get(VIEW_NAME_KEY), meta.get(SOURCE_KEY)
-    if not isinstance(key, str) or not isinstance(source, str) or not source:
-        return False
-    if not key.startswith(f"{source}#argus-") or VIEW_ID.fullmatch(key) is None:
-        return False
-    return str(doc_id) == view_id(key)
-
-
-def is_genuine_original(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
-    """Whether a record is an original as argus writes one: its only lineage keys are
-    ``argus_view = "original"`` and its own id as ``argus_source_id`` (:func:`original_lineage`),
-    and where it was enriched in place, its knowledge (:data:`~argus_ir.lineage.KNOWLEDGE_KEYS`)."""
-    if doc_id is None:
-        return False
-    lineage = {k: v for k, v in (metadata or {}).items() if k in ARGUS_KEYS}
-    knowledge = [lineage.pop(k) for k in KNOWLEDGE_KEYS if k in lineage]
-    if not all(isinstance(v, str) for v in knowledge):
-        return False
-    return lineage == original_lineage(str(doc_id))
-
-
-def is_argus_output(doc_id: str | None, metadata: Mapping[str, Any] | None) -> bool:
-    """Whether a record is argus's own output with its lineage intact: a consistent view
-    (:func:`is_genuine_view`) or a consistent original (:func:`is_genuine_original`). Any other
-    record is a user's document, whatever ``argus_*`` keys it carries."""
-    return is_genuine_view(doc_id, metadata) or is_genuine_original(doc_id, metadata)
-
-
-def has_lineage(metadata: Mapping[str, Any] | None) -> bool:
-    """Whether metadata carries any of argus's lineage keys."""
-    return any(k in ARGUS_KEYS for k in metadata or {})
-
-
-def original_lineage(doc_id: str) -> dict[str, str]:
-    """The lineage an original carries in a framework's store: its own id as its source, so views
-    fold into it however the store reports or re-keys ids."""
-    return {SOURCE_KEY: doc_id, VIEW_KEY: ORIGINAL}
 
 
 def original_metadata(metadata: Mapping[str, Any] | None, doc_id: str) -> dict[str, Any]:

@@ -24,9 +24,8 @@ import numpy as np
 
 from argus_ir.documents import Document
 from argus_ir.io import json_text
-from argus_ir.lineage import ARGUS_KEYS
+from argus_ir.lineage import ARGUS_KEYS, is_argus_output
 from argus_ir.remedy import View
-from argus_ir.runners.integration import is_argus_output
 
 __all__ = ["VECTOR_KEY", "json_line", "stale_vector", "vector_values", "view_record"]
 
