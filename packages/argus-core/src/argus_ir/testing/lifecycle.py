@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ __all__ = [
     "Turns",
     "compare",
     "corpus",
+    "source_id",
 ]
 
 
@@ -122,12 +124,18 @@ GONE = ("falcon", "plain")
 """The sources the delete removes."""
 
 
+def source_id(name: str) -> str:
+    """The id of the corpus's document ``name``: a UUID, an id every store takes (Qdrant takes
+    only UUIDs and unsigned integers)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"argus-lifecycle/{name}"))
+
+
 def corpus(version: int = 1, only: Sequence[str] | None = None) -> list[Input]:
     """The contract's input documents at ``version`` (1: as first ingested; 2 and 3: the
-    :data:`CHANGED` sources rewritten); ``only``: just those sources."""
+    :data:`CHANGED` sources rewritten); ``only``: just those sources (by name)."""
     texts = {**_TEXTS, **_VERSIONS.get(version, {})}
     names = SOURCES if only is None else [n for n in SOURCES if n in only]
-    return [Input(n, texts[n], {"topic": n.split("-")[0], "n": i}) for i, n in enumerate(names)]
+    return [Input(source_id(n), texts[n], {"name": n, "n": SOURCES.index(n)}) for n in names]
 
 
 # scenarios -------------------------------------------------------------------------------------
@@ -257,6 +265,10 @@ class LifecycleContract:
     exceptions: ClassVar[Mapping[tuple[str, str], str]] = {}
     """``(store, scenario name)``: why that store cannot meet that scenario (a strict xfail).
     A scenario name alone, with store ``"*"``, applies to every store."""
+    every_fault_by_default: ClassVar[tuple[str, ...]] = ()
+    """Stores that run the kill scenarios in the default test run; on the others they carry the
+    ``slow`` marker (``nox -s slow``). Empty: every store runs every scenario by default. Every
+    scenario runs by default on at least one store."""
     compare_by: ClassVar[str] = "id"
     """``"text"`` where the recipe's splitter makes random ids."""
 
@@ -300,7 +312,7 @@ class LifecycleContract:
 
     def _call(self, handle: Any, call: Call, step: Step, splitter: bool) -> None:
         if call.kind == "delete":
-            self.delete(handle, list(call.only or ()), step=step)
+            self.delete(handle, [source_id(n) for n in call.only or ()], step=step)
         else:
             docs = corpus(call.version, call.only)
             self.ingest(handle, docs, full=call.full, splitter=splitter, step=step)
@@ -401,7 +413,10 @@ class LifecycleContract:
         for store in self.stores:
             for scenario in SCENARIOS:
                 why = self._exception(store, scenario)
-                marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+                marks: list[Any] = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+                default = self.every_fault_by_default
+                if scenario.fault == "kill" and default and store not in default:
+                    marks.append(pytest.mark.slow)
                 cells.append(
                     pytest.param((store, scenario), marks=marks, id=f"{store}-{scenario.name}")
                 )
