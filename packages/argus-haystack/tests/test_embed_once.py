@@ -237,3 +237,47 @@ def test_a_text_the_tokenizer_refuses_gets_no_vector_and_is_reported():
     assert vectors["ok"] is not None and vectors["bad"] is None
     assert [d.id for d in out["failed_documents"]] == ["bad"]
     assert ("bad", "vector") in {(i, r.split(":")[0]) for i, r in out["stats"]["failures"]}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [TEXT, {"meta_fields_to_embed": ["title", "flag", "count"]}, {}],
+    ids=["affixes-and-separator", "meta-defaults", "defaults"],
+)
+def test_the_string_embedded_is_the_installed_embedders(twice, settings):
+    """``ArgusAugmenter._text_to_embed`` against the string the installed
+    ``SentenceTransformersDocumentEmbedder`` builds for the same documents (read from its model's
+    input, the model run as usual): ``meta_fields_to_embed`` (missing, ``None``, falsy and
+    non-string values), ``embedding_separator``, ``prefix``, ``suffix``, a document without
+    content. A change upstream fails here instead of changing vectors without a word."""
+    plain, _ = twice
+    extra = [
+        Document(id="x1", content="Bach in Leipzig.", meta={"title": "", "flag": False}),
+        Document(id="x2", content="", meta={"title": 0, "count": 3, "year": None}),
+        Document(id="x3", content="Curie", meta={"title": ["a", "b"], "flag": True}),
+    ]
+    docs = [*plain, *extra]
+    embedder = SentenceTransformersDocumentEmbedder(
+        model=MODEL,
+        device=ComponentDevice.from_str("cpu"),
+        local_files_only=True,
+        progress_bar=False,
+        **settings,
+    )
+    embedder.warm_up()
+    backend = embedder.embedding_backend
+    seen: list[str] = []
+    embed = backend.embed
+
+    def spy(data: list[str], **kwargs: Any) -> Any:
+        seen.extend(data)
+        return embed(data, **kwargs)
+
+    backend.embed = spy  # the cached backend: put it back for the other tests
+    try:
+        embedder.run(documents=docs)
+    finally:
+        del backend.embed
+    ours = ArgusAugmenter(**settings)
+    assert seen == [ours._text_to_embed(d) for d in docs]
+    assert len(seen) == len(docs) > 40

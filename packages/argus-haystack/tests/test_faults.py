@@ -33,7 +33,11 @@ from haystack.utils import Secret
 from argus_ir.errors import StoreReadError
 from argus_ir.testing import SCENARIO
 from argus_ir.testing.postgres import postgres_server, private_postgres_server
-from haystack_integrations.components.augmenters.argus import ArgusSourceCleaner, delete_sources
+from haystack_integrations.components.augmenters.argus import (
+    ArgusSourceCleaner,
+    ArgusSourceSweeper,
+    delete_sources,
+)
 from haystack_integrations.components.rankers.argus import ArgusCollapser
 from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
@@ -105,7 +109,10 @@ def _run(url: str, recipe: str, documents: list[Document], pause: Callable[[str]
             pipe.run({"writer": {"documents": documents}})
             return
         pipe.add_component("cleaner", ArgusSourceCleaner(document_store=store))
+        pipe.add_component("sweeper", ArgusSourceSweeper(document_store=store))
         pipe.connect("cleaner.documents", "writer.documents")
+        pipe.connect("cleaner.documents", "sweeper.documents")
+        pipe.connect("writer.documents_written", "sweeper.documents_written")
         pipe.run({"cleaner": {"documents": documents}})
     finally:
         store.close()
@@ -154,9 +161,9 @@ def _database(tag: str) -> str:
 
 
 def _seed(url: str, documents: list[Document]) -> None:
-    store = PgvectorDocumentStore(**_settings(url))
-    store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE)
-    store.close()
+    """The store as an earlier update wrote it: the update recipe over an empty table (its
+    entries stamped with their versions, as the recipe under test rewrites them)."""
+    _run(url, "update", documents, _never)
 
 
 def _rows(url: str) -> dict[str, Row]:
@@ -349,7 +356,10 @@ def test_the_cleaner_deletes_only_stale_entries_and_wants_an_overwriting_writer(
             out = cleaner.run(documents=incoming)
         else:
             out = asyncio.run(cleaner.run_async(documents=incoming))
-        assert out["deleted"] == 1 and out["documents"] is incoming
+        assert out["deleted"] == 1
+        assert [(d.id, d.content) for d in out["documents"]] == [
+            (d.id, d.content) for d in incoming
+        ]
         assert sorted(d.id for d in store.filter_documents()) == ["a", "b"]
     pipe = Pipeline()
     pipe.add_component("cleaner", ArgusSourceCleaner(document_store=store))

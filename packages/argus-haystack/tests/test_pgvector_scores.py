@@ -21,7 +21,7 @@ from haystack.utils import Secret
 
 from argus_ir.collapse import is_view_entry, rank_sources
 from argus_ir.lineage import SOURCE_KEY
-from argus_ir.testing import cosine_reference
+from argus_ir.testing import cosine_reference, minilm_path
 from argus_ir.testing.postgres import postgres_server
 from haystack_integrations.components.rankers.argus import ArgusCollapser
 from haystack_integrations.components.retrievers.pgvector import (
@@ -31,6 +31,7 @@ from haystack_integrations.components.retrievers.pgvector import (
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
 TOP_K = 5
+MODEL = str(minilm_path())
 KEYWORDS = ("polonium", "Casablanca", "physicist", "Bach", "spices", "film")
 
 
@@ -171,5 +172,129 @@ def test_item_14_keyword_scores_rank_higher_first_on_an_l2_store(augmented, data
             assert _collapsed(pipe, {"query": query}) == want, query
             ranked += len(want) > 1
         assert ranked >= 1
+    finally:
+        store.close()
+
+
+def _folded(hits: list[Document]) -> list[tuple[str, Any]]:
+    """The hits' own scores (higher is better) folded by lineage: what a collapser that reads
+    them as they are returns."""
+    keys, source_of, scores = [], {}, []
+    for hit in hits:
+        source = str(hit.meta.get(SOURCE_KEY) or hit.id)
+        key = hit.id if is_view_entry(hit.meta, hit.id) else source
+        keys.append(key)
+        source_of[key] = source
+        scores.append(hit.score)
+    ranked = rank_sources(zip(keys, scores, strict=True), source_of, top_k=TOP_K)
+    return [(src, pytest.approx(score, abs=1e-6)) for src, score, _ in ranked]
+
+
+def _behind(store: PgvectorDocumentStore, middle: Any, top_k: int, **collapser: Any) -> Pipeline:
+    """retriever -> ``middle`` (as "middle") -> collapser; ``middle`` takes ``documents`` (and a
+    ``query``, given at run, for a ranker)."""
+    pipe = Pipeline()
+    pipe.add_component("retriever", PgvectorEmbeddingRetriever(document_store=store, top_k=top_k))
+    pipe.add_component("middle", middle)
+    pipe.add_component("collapser", ArgusCollapser(top_k=TOP_K, document_store=store, **collapser))
+    pipe.connect("retriever.documents", "middle.documents")
+    pipe.connect("middle.documents", "collapser.documents")
+    return pipe
+
+
+def _diversity_ranker(top_k: int) -> Any:
+    from haystack_integrations.components.rankers.sentence_transformers import (
+        SentenceTransformersDiversityRanker,
+    )
+
+    return SentenceTransformersDiversityRanker(model=MODEL, top_k=top_k)
+
+
+def test_item_7_a_rank_fusion_joiner_behind_pgvector_retrievers_is_folded_as_it_scores(
+    augmented, database
+):
+    """Issue 59, item 7: an ``l2_distance`` store's embedding and keyword retrievers joined by a
+    ``DocumentJoiner`` in ``reciprocal_rank_fusion`` mode. The collapser read the joiner's fused
+    scores (higher is better) by the store's ``l2_distance`` and refused them as ordered against
+    it, asking for a per-run ``vector_function`` nobody had set. The fused scores are the joiner's
+    own, from the retrievers' orders: it now folds them as they are, for every query."""
+    from haystack.components.joiners import DocumentJoiner
+
+    store = _store("l2_distance", augmented.documents)
+    try:
+        n = store.count_documents()
+        pipe = Pipeline()
+        pipe.add_component("embedding", PgvectorEmbeddingRetriever(document_store=store, top_k=n))
+        pipe.add_component("keywords", PgvectorKeywordRetriever(document_store=store, top_k=n))
+        pipe.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+        pipe.add_component("collapser", ArgusCollapser(top_k=TOP_K, document_store=store))
+        pipe.connect("embedding.documents", "joiner.documents")
+        pipe.connect("keywords.documents", "joiner.documents")
+        pipe.connect("joiner.documents", "collapser.documents")
+        for query, embedding in augmented.queries.items():
+            asked = {"embedding": {"query_embedding": embedding}, "keywords": {"query": query}}
+            out = pipe.run(asked, include_outputs_from={"joiner"})
+            got = [(d.id, d.score) for d in out["collapser"]["documents"]]
+            assert got == _folded(out["joiner"]["documents"]), query
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("middle", ["joiner", "ranker"])
+def test_item_7_behind_a_component_keeping_l2_distances_the_message_names_it(
+    augmented, database, middle
+):
+    """Issue 59, item 7: a ``DocumentJoiner`` (``concatenate``) or a
+    ``SentenceTransformersDiversityRanker`` between an ``l2_distance`` retriever and the collapser
+    passes the distances on, reordered. The collapser refused them, or not, by the first and the
+    last score, with a message about a per-run ``vector_function``. It cannot tell whether such a
+    component scored the documents itself, so it now refuses naming the component and what to
+    set; with ``scores="distance"`` it reads the l2 distances, equal to the numpy cosine."""
+    from haystack.components.joiners import DocumentJoiner
+
+    store = _store("l2_distance", augmented.documents)
+    try:
+        entries = store.filter_documents()
+        n = len(entries)
+
+        def make() -> Any:
+            return DocumentJoiner() if middle == "joiner" else _diversity_ranker(n)
+
+        kind = type(make()).__name__
+        query, embedding = next(iter(augmented.queries.items()))
+        asked: dict[str, Any] = {"retriever": {"query_embedding": embedding}}
+        if middle == "ranker":
+            asked["middle"] = {"query": query}
+        with pytest.raises(PipelineRuntimeError) as err:
+            _behind(store, make(), n).run(asked)
+        message = str(err.value)
+        assert f"'middle' ({kind})" in message and "scores='distance'" in message, message
+        assert "l2_distance" in message and "given to the retriever's run" not in message
+        pipe = _behind(store, make(), n, scores="distance")
+        for query, embedding in augmented.queries.items():
+            asked = {"retriever": {"query_embedding": embedding}}
+            if middle == "ranker":
+                asked["middle"] = {"query": query}
+            got = [(d.id, d.score) for d in pipe.run(asked)["collapser"]["documents"]]
+            assert got == _reference(entries, embedding), query
+    finally:
+        store.close()
+
+
+def test_item_7_behind_a_ranker_over_similarities_the_scores_are_taken_as_they_are(
+    augmented, database
+):
+    """A ranker between a ``cosine_similarity`` retriever and the collapser: whether it passes the
+    similarities on (the diversity ranker does) or scores the documents itself, higher is
+    better. The collapser takes them as they are, whatever their order: equal to the numpy
+    cosine for all twelve queries."""
+    store = _store("cosine_similarity", augmented.documents)
+    try:
+        entries = store.filter_documents()
+        pipe = _behind(store, _diversity_ranker(len(entries)), len(entries))
+        for query, embedding in augmented.queries.items():
+            asked = {"retriever": {"query_embedding": embedding}, "middle": {"query": query}}
+            got = [(d.id, d.score) for d in pipe.run(asked)["collapser"]["documents"]]
+            assert got == _reference(entries, embedding), query
     finally:
         store.close()

@@ -26,7 +26,9 @@ from haystack.utils import Secret
 from argus_ir.testing import FORGED, SCENARIO, cosine_reference
 from argus_ir.testing.postgres import postgres_server
 from haystack_integrations.components.augmenters.argus import (
+    VERSION_KEY,
     ArgusSourceCleaner,
+    ArgusSourceSweeper,
     adelete_sources,
     delete_sources,
 )
@@ -98,9 +100,12 @@ def _write(store: Any, documents: list[Document], *, cleaner: bool = False) -> d
     pipe.add_component(
         "writer", DocumentWriter(document_store=store, policy=DuplicatePolicy.OVERWRITE)
     )
-    if cleaner:
+    if cleaner:  # the update recipe of docs/haystack.md
         pipe.add_component("cleaner", ArgusSourceCleaner(document_store=store))
+        pipe.add_component("sweeper", ArgusSourceSweeper(document_store=store))
         pipe.connect("cleaner.documents", "writer.documents")
+        pipe.connect("cleaner.documents", "sweeper.documents")
+        pipe.connect("writer.documents_written", "sweeper.documents_written")
         return pipe.run({"cleaner": {"documents": documents}}, include_outputs_from={"cleaner"})
     return pipe.run({"writer": {"documents": documents}})
 
@@ -344,12 +349,21 @@ def _is_qdrant(store: Any) -> bool:
     return isinstance(store, QdrantDocumentStore)
 
 
-def test_the_cleaner_round_trips_and_passes_documents_on(augmented, ingested):
+def test_the_cleaner_and_the_sweeper_round_trip_and_pass_documents_on(augmented, ingested):
+    """Both serialise; the cleaner passes the documents on as stamped copies (inputs untouched),
+    one version per source, the same on every run."""
+    for kind in (ArgusSourceCleaner, ArgusSourceSweeper):
+        made = kind(document_store=ingested)
+        assert kind.from_dict(made.to_dict()).to_dict() == made.to_dict()
     cleaner = ArgusSourceCleaner(document_store=ingested)
-    again = ArgusSourceCleaner.from_dict(cleaner.to_dict())
-    assert again.to_dict() == cleaner.to_dict()
     docs = [replace(d) for d in augmented.documents[:2]]
-    assert cleaner.run(documents=docs)["documents"] is docs
+    out = cleaner.run(documents=docs)["documents"]
+    assert [
+        replace(d, meta={k: v for k, v in d.meta.items() if k != VERSION_KEY}) for d in out
+    ] == docs
+    assert all(VERSION_KEY not in d.meta for d in docs)
+    assert len({d.meta[VERSION_KEY] for d in out}) == 1
+    assert cleaner.run(documents=docs)["documents"] == out
 
 
 def test_defect_4_pgvector_l2_distance_ranks_as_cosine(augmented, monkeypatch, tmp_path):

@@ -5,8 +5,10 @@ Collapse ranks higher-is-better. Stores differ: chroma-haystack puts Chroma's ra
 ``cosine_similarity`` and ``inner_product`` but the plain Euclidean *distance* for
 ``l2_distance``, by the *retriever's* function (which overrides the store's, at init or per run),
 and ``PgvectorKeywordRetriever`` gives ``ts_rank_cd`` (higher is better); Qdrant and the in-memory
-store give similarities. The collapser turns each score into a relevance before folding, so the
-view discount is taken on one scale: cosine similarity for unit-length embeddings.
+store give similarities. Between a retriever and the collapser, a joiner or a ranker may pass the
+retriever's scores on or give its own; the pipeline's graph says which retrievers are upstream.
+The collapser turns each score into a relevance before folding, so the view discount is taken on
+one scale: cosine similarity for unit-length embeddings.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from typing import Any
 
 from argus_ir.collapse import COSINE_FROM_DISTANCE
 
-__all__ = ["SCORES", "PgvectorReading", "check_order", "pgvector_reading", "relevance_of"]
+__all__ = [
+    "SCORES",
+    "Feed",
+    "PgvectorReading",
+    "check_order",
+    "pgvector_reading",
+    "relevance_of",
+]
 
 SCORES = ("auto", "similarity", "distance")
 
@@ -57,63 +66,158 @@ def _is_pgvector(store: Any) -> bool:
 
 @dataclass(frozen=True)
 class PgvectorReading:
-    """How a pgvector retriever's scores are read, and the order it returns its hits in.
+    """How pgvector scores are read, and whether the hits come in the retriever's order.
 
     Attributes:
         relevance: The score turned into a relevance (higher is better).
-        best_first_high: Whether the retriever returns its best hit with the highest score
-            (similarities, ``ts_rank_cd``) or the lowest (``l2_distance``).
+        best_first_high: Whether the best hit has the highest score (similarities,
+            ``ts_rank_cd``) or the lowest (``l2_distance``).
         what: Who scored, for messages (the retriever or store, and its function).
+        ordered: Whether the hits come straight from the retriever, best first, so that an order
+            against the reading gives away a function the collapser was not told of; hits that
+            passed another component (a joiner, a ranker) come in that component's order.
     """
 
     relevance: Callable[[float], float]
     best_first_high: bool
     what: str
+    ordered: bool = True
 
 
-def pgvector_reading(
-    scores: str, store: Any, retriever: Any, vector_function: str | None = None
-) -> PgvectorReading | None:
-    """The reading of a pgvector retriever's scores (``None``: not pgvector, or ``scores`` says
-    ``"similarity"``, which is taken as said).
+@dataclass(frozen=True)
+class Feed:
+    """In a pipeline, what feeds the collapser's ``documents``.
 
-    Args:
-        scores: The collapser's ``scores`` (``"auto"`` and ``"distance"`` read a pgvector
-            retriever's scores by its function alike).
-        store: The collapser's document store, or ``None``.
-        retriever: The component whose documents the collapser folds (in a pipeline), or ``None``.
-        vector_function: The function the retriever was run with, when it was given per run.
-
-    Raises:
-        ValueError: A ``vector_function`` this module cannot read.
+    Attributes:
+        name: The feeding component's name in the pipeline.
+        component: The feeding component.
+        upstream: Every component upstream of the collapser's ``documents``, the feeding one
+            first, as ``(name, component)`` pairs.
     """
-    if scores == "similarity":
-        return None
-    if vector_function is None and _is_a(retriever, "PgvectorKeywordRetriever"):
-        # ts_rank_cd, ordered best first (higher is better), whatever the store's function
-        return PgvectorReading(_same, True, f"{type(retriever).__name__} (ts_rank_cd)")
-    if _is_a(retriever, "PgvectorEmbeddingRetriever"):
-        owner = retriever.document_store
-        function = getattr(retriever, "vector_function", None) or owner.vector_function
-        what = f"{type(retriever).__name__} over {type(owner).__name__}"
-    elif store is not None and _is_pgvector(store):
-        function = getattr(store, "vector_function", "")
-        what = type(store).__name__
-    elif vector_function is not None:
-        function, what = vector_function, "the retriever"
-    else:
-        return None
-    if vector_function is not None:
-        what = f"{what}, run with vector_function={vector_function!r}"
-        function = vector_function
-    else:
-        what = f"{what} (vector_function={function!r})"
+
+    name: str
+    component: Any
+    upstream: tuple[tuple[str, Any], ...] = ()
+
+
+def _is_retriever(component: Any) -> bool:
+    return _is_a(component, "PgvectorEmbeddingRetriever") or _is_a(
+        component, "PgvectorKeywordRetriever"
+    )
+
+
+def _reading(function: Any, what: str) -> PgvectorReading:
     if function not in _PGVECTOR:
         raise ValueError(
             f"cannot tell what the scores of {what} mean (known: {sorted(_PGVECTOR)}); set "
             "ArgusCollapser(scores='similarity') or scores='distance'"
         )
     return PgvectorReading(_PGVECTOR[str(function)], function != "l2_distance", what)
+
+
+def _function_of(scorer: Any, vector_function: str | None, what: str) -> PgvectorReading:
+    """The reading of the scores ``scorer`` (a pgvector embedding retriever, or a store) gives,
+    run with ``vector_function`` when it was given one for the run."""
+    function = vector_function or getattr(scorer, "vector_function", None)
+    if function is None and hasattr(scorer, "document_store"):
+        function = scorer.document_store.vector_function  # a retriever without one: its store's
+    if vector_function is not None:
+        return _reading(function, f"{what}, run with vector_function={vector_function!r}")
+    return _reading(function, f"{what} (vector_function={function!r})")
+
+
+def _straight(retriever: Any, vector_function: str | None) -> PgvectorReading:
+    """The reading of a pgvector retriever's own scores."""
+    if vector_function is None and _is_a(retriever, "PgvectorKeywordRetriever"):
+        # ts_rank_cd, ordered best first (higher is better), whatever the store's function
+        return PgvectorReading(_same, True, f"{type(retriever).__name__} (ts_rank_cd)")
+    if _is_a(retriever, "PgvectorEmbeddingRetriever"):
+        owner = type(retriever.document_store).__name__
+        return _function_of(retriever, vector_function, f"{type(retriever).__name__} over {owner}")
+    return _function_of(retriever.document_store, vector_function, type(retriever).__name__)
+
+
+def pgvector_reading(
+    scores: str, store: Any, feed: Feed | None, vector_function: str | None = None
+) -> PgvectorReading | None:
+    """The reading of pgvector scores (``None``: not pgvector, or ``scores`` says
+    ``"similarity"``, which is taken as said).
+
+    A pgvector retriever that feeds the collapser is read by its own function (or
+    ``ts_rank_cd``); outside a pipeline, by the collapser's store. Behind another component
+    (:func:`_behind`), the pgvector retrievers upstream say what the scores can be.
+
+    Args:
+        scores: The collapser's ``scores`` (``"auto"`` and ``"distance"`` read a pgvector
+            retriever's scores by its function alike).
+        store: The collapser's document store, or ``None``.
+        feed: What feeds the collapser's documents in a pipeline, or ``None``.
+        vector_function: The function the retriever was run with, when it was given per run.
+
+    Raises:
+        ValueError: A ``vector_function`` this module cannot read, or scores behind another
+            component that cannot be told apart (the message names it and what to set).
+    """
+    if scores == "similarity":
+        return None
+    if feed is not None and _is_retriever(feed.component):
+        return _straight(feed.component, vector_function)
+    if feed is not None:
+        return _behind(scores, store, feed, vector_function)
+    if store is not None and _is_pgvector(store):
+        return _function_of(store, vector_function, type(store).__name__)
+    if vector_function is not None:
+        return _reading(vector_function, f"the retriever, run with {vector_function=}")
+    return None
+
+
+def _is_rank_fusion(component: Any) -> bool:
+    """A ``DocumentJoiner`` that scores by reciprocal rank fusion: from each retriever's order,
+    which a pgvector retriever gives best first whatever its function."""
+    mode = getattr(component, "join_mode", None)
+    mode = getattr(mode, "value", mode)
+    return _is_a(component, "DocumentJoiner") and mode == "reciprocal_rank_fusion"
+
+
+def _behind(
+    scores: str, store: Any, feed: Feed, vector_function: str | None
+) -> PgvectorReading | None:
+    """The reading of hits that reach the collapser through another component than a pgvector
+    retriever (a joiner, a ranker): that component passed the retrievers' scores on or gave its
+    own, higher is better (a ranker's, a rank fusion's), and in its own order.
+
+    Similarities from every pgvector retriever upstream (the collapser's store stands in when no
+    retriever is found): both kinds are higher-is-better, so they are taken as they are. A rank
+    fusion's scores likewise. ``l2_distance`` upstream: the collapser cannot tell distances from
+    a ranker's scores, so ``scores="distance"`` says distances; else it refuses, naming the
+    component and what to set.
+    """
+    found = [
+        (name, _straight(component, vector_function))
+        for name, component in feed.upstream
+        if _is_retriever(component)
+    ]
+    if not found and store is not None and _is_pgvector(store):
+        found = [("", _function_of(store, vector_function, type(store).__name__))]
+    if not found:
+        return None
+    via = f"{feed.name!r} ({type(feed.component).__name__})"
+    named = ", ".join(f"{name!r}: {r.what}" if name else r.what for name, r in found)
+    what = f"{via}, behind {named}"
+    if all(r.best_first_high for _, r in found) or _is_rank_fusion(feed.component):
+        return PgvectorReading(_same, True, what, ordered=False)
+    if scores == "distance" and not any(r.best_first_high for _, r in found):
+        return PgvectorReading(_from_l2, False, what, ordered=False)
+    raise ValueError(
+        f"ArgusCollapser's documents come from {via}, behind {named}: their scores may still "
+        f"be l2 distances (lower is better) or scores {feed.name!r} gave them, and the collapser "
+        "cannot tell which. Set ArgusCollapser(scores='similarity') when "
+        f"{feed.name!r} scores the documents itself, higher is better (a cross-encoder ranker), "
+        "or scores='distance' when it passes the l2 distances on (a DocumentJoiner "
+        "concatenating or merging, SentenceTransformersDiversityRanker, LostInTheMiddleRanker); "
+        "or join with DocumentJoiner(join_mode='reciprocal_rank_fusion'), or retrieve with "
+        "vector_function='cosine_similarity'"
+    )
 
 
 def check_order(reading: PgvectorReading, scores: list[float]) -> None:
@@ -124,7 +228,7 @@ def check_order(reading: PgvectorReading, scores: list[float]) -> None:
     Raises:
         ValueError: The order contradicts the reading; says what to set.
     """
-    if len(scores) < 2 or scores[0] == scores[-1]:
+    if not reading.ordered or len(scores) < 2 or scores[0] == scores[-1]:
         return
     if (scores[0] > scores[-1]) == reading.best_first_high:
         return
@@ -162,7 +266,7 @@ def _is_chroma(store: Any) -> bool:
 
 
 def relevance_of(
-    scores: str, store: Any, retriever: Any = None, vector_function: str | None = None
+    scores: str, store: Any, feed: Feed | None = None, vector_function: str | None = None
 ) -> Callable[[float], float]:
     """How to turn a retriever's score into a relevance (higher is better).
 
@@ -173,8 +277,8 @@ def relevance_of(
             ``l2_distance`` gives ``1 - d²/2``, the others are similarities; any other store, or
             none, gives similarities).
         store: The collapser's document store, or ``None``.
-        retriever: The component whose documents are folded, when known: a pgvector retriever's
-            own function (or ``ts_rank_cd``) wins over the store's.
+        feed: What feeds the collapser in a pipeline, when known: a pgvector retriever's own
+            function (or ``ts_rank_cd``) wins over the store's (:func:`pgvector_reading`).
         vector_function: The function a pgvector retriever was run with, when given per run.
 
     Raises:
@@ -184,7 +288,7 @@ def relevance_of(
     """
     if scores == "similarity":
         return _same
-    pgvector = pgvector_reading(scores, store, retriever, vector_function)
+    pgvector = pgvector_reading(scores, store, feed, vector_function)
     if pgvector is not None:
         return pgvector.relevance
     chroma = store is not None and _is_chroma(store)

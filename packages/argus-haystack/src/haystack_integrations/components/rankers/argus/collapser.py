@@ -20,8 +20,10 @@ from argus_ir.collapse import (
     warn_refused,
 )
 from argus_ir.errors import ArgusInputError
+from haystack_integrations.components.rankers.argus._graph import linked, upstream
 from haystack_integrations.components.rankers.argus._scores import (
     SCORES,
+    Feed,
     check_order,
     pgvector_reading,
     relevance_of,
@@ -58,7 +60,11 @@ class ArgusCollapser:
     relevance. A pgvector retriever's scores are read by the retriever's own ``vector_function``
     (in a pipeline, the retriever that feeds the collapser; a ``PgvectorKeywordRetriever``'s
     ``ts_rank_cd`` as it is); one given to the retriever's ``run`` is given to the collapser's
-    ``run`` too, and hits ordered against the function read are refused.
+    ``run`` too, and hits ordered against the function read are refused. Behind another
+    component (a ``DocumentJoiner``, a ranker) the scores are that component's, or the
+    retrievers' passed on: similarities upstream, or a reciprocal rank fusion, are taken as they
+    are; ``l2_distance`` upstream is refused unless ``scores`` says what the component gives
+    (the message names it).
 
     Boundaries: a view folds into its source only when the source's original carries the view's
     meta (lineage keys aside, and the keys Haystack's splitters write to place a piece, with
@@ -155,7 +161,8 @@ class ArgusCollapser:
         :returns: ``documents``: one original per source, best first, with its folded relevance.
         :raises ValueError: ``scores="auto"`` and a Chroma store of an unknown space; pgvector
             hits ordered against the function read (a per-run function the collapser was not
-            given).
+            given); hits from a component between an ``l2_distance`` retriever and the
+            collapser, under ``"auto"`` (say with ``scores`` whether they are distances).
         """
         self._share_store()
         resolved, fetched = read_originals(
@@ -196,16 +203,14 @@ class ArgusCollapser:
             logger.debug("ArgusCollapser shares the pipeline's %s", type(twin).__name__)
             self.document_store = twin
 
-    def _retriever(self) -> Any:
-        """In a pipeline, the component whose output is this collapser's ``documents``."""
-        pipeline = getattr(self, "__haystack_added_to_pipeline__", None)
-        name = getattr(self, "__component_name__", None)
-        if pipeline is None or name is None:
+    def _feed(self) -> Feed | None:
+        """In a pipeline, the component whose output is this collapser's ``documents``, with
+        every component upstream of it (the scores' reading depends on them)."""
+        feeding = linked(self, "documents", feeding=True)
+        if not feeding:
             return None
-        for sender, _, edge in pipeline.graph.in_edges(name, data=True):
-            if edge["to_socket"].name == "documents":
-                return pipeline.get_component(sender)
-        return None
+        name, component = feeding[0]
+        return Feed(name, component, tuple(upstream(self, "documents")))
 
     def _results(
         self, resolved: Resolved[Document], fetched: dict[str, Document]
@@ -233,11 +238,11 @@ class ArgusCollapser:
         k = self.top_k if top_k is None else top_k
         if k is not None and k < 0:
             raise ArgusInputError(f"top_k must be >= 0, got {k}")
-        retriever = self._retriever()
-        pgvector = pgvector_reading(self.scores, self.document_store, retriever, vector_function)
+        feed = self._feed()
+        pgvector = pgvector_reading(self.scores, self.document_store, feed, vector_function)
         if pgvector is not None:
             check_order(pgvector, [d.score for d in documents if d.score is not None])
-        relevance = relevance_of(self.scores, self.document_store, retriever, vector_function)
+        relevance = relevance_of(self.scores, self.document_store, feed, vector_function)
         return resolve_sources(
             documents,
             id_of=lambda d: d.id,
