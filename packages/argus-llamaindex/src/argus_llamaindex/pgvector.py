@@ -3,8 +3,9 @@
 llama-index-vector-stores-postgres's ``add`` appends a row for every node, whatever the table
 holds; an ``IngestionPipeline`` writes the store before its docstore, so a run killed between the
 two, or two pipelines at once, add every node again and the table holds it twice. This store's
-``add`` replaces the rows of the ids it writes, in one transaction taken under a lock of the
-table's own, so a rerun or a second writer leaves each node once.
+``add`` replaces the rows of the ids it writes, and the rows of the documents it writes that came
+from another version of them, in one transaction taken under a lock of the table's own, so a rerun
+or a second writer leaves each node once, and each document in one version.
 
 Needs ``pip install llama-index-vector-stores-postgres`` (tested with 0.9.0).
 """
@@ -21,8 +22,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "argus_llamaindex.pgvector needs llama-index-vector-stores-postgres: "
         "pip install llama-index-vector-stores-postgres"
     ) from exc
-from llama_index.core.schema import BaseNode
-from sqlalchemy import delete, func, select, text
+from llama_index.core.schema import BaseNode, NodeRelationship
+from sqlalchemy import cast, delete, func, select, text, tuple_
+from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = ["UpsertingPGVectorStore"]
 
@@ -39,6 +41,14 @@ class UpsertingPGVectorStore(PGVectorStore):
     an advisory lock of the table's own (``pg_advisory_xact_lock``), so two writers at once
     neither interleave nor both insert: each id ends in one row, the last writer's. Plain
     ``PGVectorStore`` writers on the same table do not take the lock.
+
+    A document's other versions go in the same transaction: the rows of a ``ref_doc_id`` being
+    written whose ``SOURCE`` relationship carries another hash of that document than the nodes
+    added (the chunks of an older text, and their views) are deleted. An ``IngestionPipeline``
+    deletes a changed document itself, when its docstore knows the old version; this covers the
+    writes its docstore does not know of (a docstore lost to a crash, a second pipeline with a
+    docstore of its own), so the document ends in one version, the last writer's. Rows without a
+    source hash, and the rows of documents not being written, are left alone.
 
     Example:
         >>> store = UpsertingPGVectorStore.from_params(  # doctest: +SKIP
@@ -78,16 +88,33 @@ class UpsertingPGVectorStore(PGVectorStore):
             finally:
                 conn.execute(text("SELECT pg_advisory_unlock(hashtext(:key))"), {"key": _SETUP})
 
-    def _replace(self, nodes: Sequence[BaseNode]) -> tuple[Any, list[Any]]:
-        """The statement deleting the rows of ``nodes``' ids, and their new rows (one per id:
+    def _replace(self, nodes: Sequence[BaseNode]) -> tuple[list[Any], list[Any]]:
+        """The statements deleting the rows ``nodes`` replace, and their new rows (one per id:
         the last node given, as a second ``add`` of it would leave it)."""
         last = list({n.node_id: n for n in nodes}.values())
         table = self._table_class
-        remove = delete(table).where(table.node_id.in_([n.node_id for n in last]))
+        remove = [delete(table).where(table.node_id.in_([n.node_id for n in last]))]
+        versions = {
+            (n.source_node.node_id, n.source_node.hash)
+            for n in last
+            if n.source_node is not None and n.source_node.hash
+        }
+        if versions:  # the rows of these documents written from another version of them
+            ref = table.metadata_["ref_doc_id"].astext
+            content = cast(table.metadata_["_node_content"].astext, JSONB)
+            written = content[("relationships", NodeRelationship.SOURCE.value, "hash")].astext
+            remove.append(
+                delete(table).where(
+                    ref.in_(sorted({doc for doc, _ in versions})),
+                    written.is_not(None),
+                    tuple_(ref, written).not_in(sorted(versions)),
+                )
+            )
         return remove, [self._node_to_table_row(n) for n in last]
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Write ``nodes``, replacing every row their ids already have.
+        """Write ``nodes``, replacing every row their ids already have and the rows of their
+        documents' other versions.
 
         Returns:
             The nodes' ids, in order.
@@ -98,7 +125,8 @@ class UpsertingPGVectorStore(PGVectorStore):
             return []
         with self._sessions() as session, session.begin():
             session.execute(_LOCK, {"key": self._lock_key()})
-            session.execute(remove)
+            for statement in remove:
+                session.execute(statement)
             session.add_all(rows)
         return [n.node_id for n in nodes]
 
@@ -110,7 +138,8 @@ class UpsertingPGVectorStore(PGVectorStore):
             return []
         async with self._async_sessions() as session, session.begin():
             await session.execute(_LOCK, {"key": self._lock_key()})
-            await session.execute(remove)
+            for statement in remove:
+                await session.execute(statement)
             session.add_all(rows)
         return [n.node_id for n in nodes]
 

@@ -37,6 +37,7 @@ from argus_ir.runners.integration import (
 )
 from argus_ir.settings import argus_settings, setting_docs
 from argus_ir.vectors import indexed_string
+from argus_llamaindex._chunk_ids import stable_chunk_ids
 from argus_llamaindex.kb import is_store, store_kb
 
 __all__ = ["ArgusTransform"]
@@ -65,6 +66,18 @@ class ArgusTransform(TransformComponent):
     ``argus_*`` keys an input brings are replaced (counted in
     ``last_stats["lineage_rewritten"]``), unless ``trust_lineage=True`` and it is a consistent
     argus view, which passes through as it came.
+
+    A splitter's chunks come out under ids of argus's. LlamaIndex's parsers name every chunk with
+    a random UUID, and a view's id follows its original's, so the same document split again came
+    out under new ids, chunks and views alike, and a store that replaces by id kept both runs' (a
+    run whose docstore was lost, run again; two pipelines over one corpus). A chunk (a node whose
+    ``SOURCE`` is another node) under a random id (a version-4 UUID) comes out under the UUIDv5 of
+    its source's id, its text and its rank among that source's chunks of the same text; the
+    ``PREVIOUS``, ``NEXT``, ``PARENT`` and ``CHILD`` relationships among the nodes of the call
+    follow. Documents, nodes without a source, ids a splitter's ``id_func`` chose and argus's own
+    originals given back keep theirs. An id depends on the chunk alone; a relationship to a chunk
+    of another call keeps the splitter's id (``num_workers`` splits a run by document, so a
+    document's chunks share a call).
 
     With ``embed=True`` every node it returns that has text (not an ``ImageNode``) carries its
     ``embedding``: the retriever's vector of exactly the string LlamaIndex embeds for it,
@@ -210,6 +223,7 @@ class ArgusTransform(TransformComponent):
         passes its own extra keywords to every transform, not its ``show_progress``.
         """
         show = bool(kwargs.get("show_progress", self.show_progress))
+        nodes = stable_chunk_ids(nodes)
         result = augment_records(
             self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
         )
@@ -220,6 +234,7 @@ class ArgusTransform(TransformComponent):
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Async :meth:`__call__`: batches run in a worker thread, the event loop stays free."""
         show = bool(kwargs.get("show_progress", self.show_progress))
+        nodes = stable_chunk_ids(nodes)
         result = await aaugment_records(
             self.argus, _records(nodes), show_progress=show, trust_lineage=self.trust_lineage
         )
@@ -294,7 +309,7 @@ def _with_lineage(node: BaseNode, node_id: str, metadata: dict[str, Any]) -> Bas
 
     A node without a ``SOURCE`` relationship (a document given straight to the transform) becomes
     its own source, so stores record its ``ref_doc_id`` and ``delete_ref_doc`` removes it with the
-    views that name it.
+    views that name it; the relationship carries its hash, as its views' does.
     """
     # its lineage and any knowledge written into its vector (which argus embeds after the text)
     lineage = [*original_lineage(node_id), *(k for k in KNOWLEDGE_KEYS if k in metadata)]
@@ -304,9 +319,18 @@ def _with_lineage(node: BaseNode, node_id: str, metadata: dict[str, Any]) -> Bas
     copy.excluded_llm_metadata_keys = _merge(copy.excluded_llm_metadata_keys, lineage)
     if NodeRelationship.SOURCE not in copy.relationships:
         copy.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
-            node_id=node_id, node_type=node.get_type()
+            node_id=node_id, node_type=node.get_type(), hash=_version(node)
         )
     return copy
+
+
+def _version(node: BaseNode) -> str | None:
+    """A document's hash, which its views' ``SOURCE`` carries too: a store tells the entries of
+    one version of it from another's by it. ``None`` where LlamaIndex cannot hash the node."""
+    try:
+        return node.hash
+    except Exception:  # a lone surrogate in its text or metadata
+        return None
 
 
 def _merge(keys: list[str], more: list[str]) -> list[str]:
