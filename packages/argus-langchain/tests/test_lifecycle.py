@@ -23,7 +23,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from argus_ir.testing.faults import Step, no_step
+from argus_ir.testing.faults import Step, watch
 from argus_ir.testing.lifecycle import Input, LifecycleContract, Row, lineage_of
 from langchain_argus import ArgusDocumentTransformer, delete_sources, index_sources
 
@@ -65,7 +65,6 @@ class Handle:
     name: str
     store: Any
     manager: Any
-    step: Step = no_step
     closers: list[Any] = field(default_factory=list)
 
 
@@ -103,7 +102,6 @@ class TestLangChainLifecycle(LifecycleContract):
     def ingest(
         self, handle: Handle, docs: list[Input], *, full: bool, splitter: bool, step: Step
     ) -> None:
-        handle.step = step
         given = [Document(d.text, id=d.id, metadata=dict(d.metadata)) for d in docs]
         if splitter:
             from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -122,7 +120,6 @@ class TestLangChainLifecycle(LifecycleContract):
         )
 
     def delete(self, handle: Handle, sources: list[str], *, step: Step) -> None:
-        handle.step = step
         delete_sources(handle.store, handle.manager, sources, batch_size=4)
 
     # -- stores ---------------------------------------------------------------------------------
@@ -136,7 +133,7 @@ class TestLangChainLifecycle(LifecycleContract):
 
     def reopen(self, handle: Handle) -> Handle:
         if handle.kind == "faiss":  # held in memory: nothing outlives the process but the object
-            return self._watched(Handle(handle.kind, handle.name, handle.store, handle.manager))
+            return Handle(handle.kind, handle.name, handle.store, handle.manager)
         return self.open_store(handle.kind, handle.name, self._settings)
 
     def close_store(self, handle: Handle) -> None:
@@ -145,25 +142,9 @@ class TestLangChainLifecycle(LifecycleContract):
 
     @staticmethod
     def _watched(handle: Handle) -> Handle:
-        """The handle's store and record manager call ``handle.step`` after each write."""
-        for obj, names in (
-            (handle.store, ("add_documents", "delete")),
-            (handle.manager, ("update", "delete_keys")),
-        ):
-            for method in names:
-                inner = getattr(obj, method)
-
-                def wrapped(
-                    *args: Any,
-                    _inner: Any = inner,
-                    _n: str = f"{type(obj).__name__}.{method}",
-                    **kw: Any,
-                ) -> Any:
-                    out = _inner(*args, **kw)
-                    handle.step(_n)
-                    return out
-
-                setattr(obj, method, wrapped)
+        """The store's and the record manager's writes are the recipe's boundaries."""
+        watch(handle.store, ("add_documents", "delete"))
+        watch(handle.manager, ("update", "delete_keys"))
         return handle
 
     def _sqlite_manager(self, name: str) -> Any:

@@ -4,9 +4,11 @@ turns at theirs (:mod:`argus_ir.testing.lifecycle`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["Killed", "Step", "Turns", "count_steps", "no_step"]
+__all__ = ["Killed", "Step", "Turns", "at_boundary", "count_steps", "no_step", "stepping", "watch"]
 
 Step = Callable[[str], None]
 """What a recipe calls at each boundary between its steps, with the boundary's name."""
@@ -91,3 +93,50 @@ class count_steps:
         self.names.append(name)
         if self.kill_at is not None and len(self.names) == self.kill_at:
             raise Killed(name)
+
+
+# boundaries inside library code ----------------------------------------------------------------
+
+_LOCAL = threading.local()
+_WATCHED: dict[tuple[int, str], Any] = {}  # (id(obj), method) -> obj, kept alive while watched
+
+
+@contextmanager
+def stepping(step: Step) -> Iterator[None]:
+    """Within the block, :func:`at_boundary` on this thread calls ``step`` (each writer of
+    :class:`Turns` runs on its own thread, so each reaches its own hook)."""
+    before = getattr(_LOCAL, "step", None)
+    _LOCAL.step = step
+    try:
+        yield
+    finally:
+        _LOCAL.step = before
+
+
+def at_boundary(name: str) -> None:
+    """Call the step hook of the current thread's :func:`stepping` block, if any."""
+    step = getattr(_LOCAL, "step", None)
+    if step is not None:
+        step(name)
+
+
+def watch(obj: Any, methods: Sequence[str], label: str | None = None) -> Any:
+    """Make each of ``obj``'s ``methods`` call :func:`at_boundary` after it returns (once per
+    object, however often it is watched): the writes of a store or a record manager as the
+    boundaries of a recipe that calls them from inside a framework."""
+    label = label or type(obj).__name__
+    for method in methods:
+        if (id(obj), method) in _WATCHED:
+            continue
+        inner = getattr(obj, method)
+
+        def wrapped(
+            *args: Any, _inner: Any = inner, _name: str = f"{label}.{method}", **kw: Any
+        ) -> Any:
+            out = _inner(*args, **kw)
+            at_boundary(_name)
+            return out
+
+        object.__setattr__(obj, method, wrapped)
+        _WATCHED[(id(obj), method)] = obj
+    return obj

@@ -18,7 +18,9 @@ A framework's test module subclasses :class:`LifecycleContract` and implements i
 - :meth:`~LifecycleContract.rows`: what the store holds.
 
 Inside the recipe the hooks call ``step(name)`` at each boundary between its steps (after the
-transform, after each store write, after each write of the recipe's own state). The contract uses
+transform, after each store write, after each write of the recipe's own state); the writes a
+framework makes from inside its own code are made boundaries with
+:func:`argus_ir.testing.faults.watch`. The contract uses
 it two ways:
 
 - a **kill** at a boundary: ``step`` raises :class:`Killed` (a ``BaseException``, as a signal is:
@@ -47,7 +49,7 @@ import pytest
 from argus_ir.collapse import is_view_entry
 from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY
 from argus_ir.testing.contract import BOGART, CURIE, PLAIN, contract_kb
-from argus_ir.testing.faults import Killed, Step, Turns, count_steps, no_step
+from argus_ir.testing.faults import Killed, Step, Turns, count_steps, no_step, stepping
 
 __all__ = [
     "SCENARIOS",
@@ -246,6 +248,36 @@ def compare(expected: Iterable[Row], actual: Iterable[Row], *, by: str = "id") -
     return problems
 
 
+def expected_sources(calls: Sequence[Call]) -> dict[str, str]:
+    """The documents a chain of calls must leave, by id, with their texts: an ingest adds or
+    replaces what it is given, a full one leaves nothing else, a delete removes."""
+    held: dict[str, str] = {}
+    for call in calls:
+        if call.kind == "delete":
+            for name in call.only or ():
+                held.pop(source_id(name), None)
+            continue
+        given = {d.id: d.text for d in corpus(call.version, call.only)}
+        held = given if call.full else {**held, **given}
+    return held
+
+
+def missed(rows: Iterable[Row], calls: Sequence[Call]) -> list[str]:
+    """What the store's originals get wrong against :func:`expected_sources` (the uninterrupted
+    run must be right too: a recipe that never deletes would equal itself)."""
+    want = expected_sources(calls)
+    got = {r.source: r.text for r in rows if not r.is_view}
+    problems = []
+    if set(got) - set(want):
+        problems.append(f"documents that should be gone: {sorted(set(got) - set(want))[:3]}")
+    if set(want) - set(got):
+        problems.append(f"documents missing: {sorted(set(want) - set(got))[:3]}")
+    stale = [k for k in want.keys() & got.keys() if want[k] != got[k]]
+    if stale:
+        problems.append(f"documents in another version: {sorted(stale)[:3]}")
+    return problems
+
+
 def _comparable(row: Row, leave_out: Sequence[str]) -> tuple[str, dict[str, Any]]:
     return row.text, {k: v for k, v in row.lineage.items() if k not in leave_out}
 
@@ -311,11 +343,12 @@ class LifecycleContract:
         return {"kb": str(kb), "remedy": "expansion"}
 
     def _call(self, handle: Any, call: Call, step: Step, splitter: bool) -> None:
-        if call.kind == "delete":
-            self.delete(handle, [source_id(n) for n in call.only or ()], step=step)
-        else:
-            docs = corpus(call.version, call.only)
-            self.ingest(handle, docs, full=call.full, splitter=splitter, step=step)
+        with stepping(step):  # writes watched with faults.watch reach this call's step
+            if call.kind == "delete":
+                self.delete(handle, [source_id(n) for n in call.only or ()], step=step)
+            else:
+                docs = corpus(call.version, call.only)
+                self.ingest(handle, docs, full=call.full, splitter=splitter, step=step)
 
     def _chain(
         self, store: str, name: str, settings: Mapping[str, Any], calls: Sequence[Call], split: bool
@@ -337,6 +370,9 @@ class LifecycleContract:
         """Run one cell of the table and assert the store ends as the uninterrupted run."""
         split = scenario.splitter
         want = self._chain(store, f"{name}-want", settings, scenario.ends_as(), split)
+        if not split:  # a splitter's originals are chunks: checked against the run alone
+            wrong = missed(want, scenario.ends_as())
+            assert not wrong, f"{store}, {scenario.name}, uninterrupted: " + "; ".join(wrong)
         handle = self.open_store(store, name, settings)
         try:
             for call in scenario.before:
