@@ -65,6 +65,7 @@ class TestLlamaIndexLifecycle(LifecycleContract):
     stores: ClassVar[tuple[str, ...]] = ("pgvector", "chroma", "qdrant")
     every_fault_by_default: ClassVar[tuple[str, ...]] = ("pgvector",)
     compare_by: ClassVar[str] = "id"
+    writes: ClassVar[tuple[str, ...]] = ("store.add",)
     exceptions: ClassVar[dict[tuple[str, str], str]] = {
         (store, "two writers, two versions"): (
             f"{store} keeps no versions: two pipelines, each with its own docstore, writing two "

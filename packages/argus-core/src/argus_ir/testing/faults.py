@@ -19,15 +19,14 @@ class Killed(BaseException):
 
 
 class Turns:
-    """Two writers taking turns at their recipes' boundaries: ``a`` runs to its first boundary,
-    then ``b`` to its first, then ``a`` to its end, then ``b`` to its end. So both have read the
-    store's state before either writes the rest, the interleaving that doubled or left stale
-    entries in the field, and the same on every run. A writer whose partner has finished does
-    not wait."""
+    """Two writers in lockstep: ``a`` runs to its first boundary, then ``b`` to its first, then
+    ``a`` to its second, ``b`` to its second, and so on; a writer whose partner has finished runs
+    on alone. So each step of one writer falls between two of the other's (the cleaner of one
+    update before the other's writer, a batch of one ingest between two of the other's): the
+    interleavings that doubled or left stale entries in the field, the same on every run."""
 
     def __init__(self, timeout: float = 120.0) -> None:
         self._turn = "a"
-        self._first: set[str] = set()
         self._done: set[str] = set()
         self._cond = threading.Condition()
         self._timeout = timeout
@@ -41,9 +40,8 @@ class Turns:
 
         def at(name: str) -> None:
             with self._cond:
-                if who in self._first or other in self._done:
+                if other in self._done:
                     return
-                self._first.add(who)
                 self._turn = other
                 self._cond.notify_all()
                 self._cond.wait_for(
