@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Generator, Iterable, Iterator
 from itertools import islice
 from typing import Any, Literal
 
@@ -171,23 +171,10 @@ def delete_sources(
         >>> delete_sources(store, manager, ["doc-7"])  # doctest: +SKIP
         3
     """
-    sources = list(dict.fromkeys(source_ids))
-    checks = _checks(vector_store)
-    deleted = 0
-    while sources and (keys := record_manager.list_keys(group_ids=sources, limit=batch_size)):
-        if checks:
-            missing = _missing(keys, vector_store.get_by_ids(keys), vector_store, _DELETING)
-            if missing:
-                record_manager.delete_keys(missing)  # their entries are gone already
-                keys = _without(keys, missing)
-        if keys:
-            if vector_store.delete(keys) is False:
-                raise RuntimeError(
-                    f"{type(vector_store).__name__}.delete failed for {len(keys)} ids"
-                )
-            record_manager.delete_keys(keys)
-        deleted += len(keys)
-    return deleted
+    steps = _deleting(
+        list(dict.fromkeys(source_ids)), vector_store, _checks(vector_store), batch_size
+    )
+    return int(_run(steps, _calls(vector_store, record_manager)))
 
 
 async def adelete_sources(
@@ -205,25 +192,88 @@ async def adelete_sources(
         How many entries were deleted from the store (originals and views).
     """
     sources = list(dict.fromkeys(source_ids))
-    checks = _achecks(vector_store)
+    steps = _deleting(sources, vector_store, _achecks(vector_store), batch_size)
+    return int(await _arun(steps, _acalls(vector_store, record_manager)))
+
+
+# one body for sync and async: the steps yield each call they need, a driver makes it -----------
+
+_Call = tuple[str, tuple[Any, ...]]
+
+
+def _calls(store: VectorStore, manager: RecordManager) -> dict[str, Any]:
+    return {
+        "list_keys": lambda sources, limit: manager.list_keys(group_ids=sources, limit=limit),
+        "get_by_ids": store.get_by_ids,
+        "delete": store.delete,
+        "delete_keys": manager.delete_keys,
+    }
+
+
+def _acalls(store: VectorStore, manager: RecordManager) -> dict[str, Any]:
+    return {
+        "list_keys": lambda sources, limit: manager.alist_keys(group_ids=sources, limit=limit),
+        "get_by_ids": store.aget_by_ids,
+        "delete": store.adelete,
+        "delete_keys": manager.adelete_keys,
+    }
+
+
+def _run(steps: Generator[_Call, Any, Any], calls: dict[str, Any]) -> Any:
+    """Make each call ``steps`` yields, sending back its result; ``steps``' return value."""
+    try:
+        name, args = next(steps)
+        while True:
+            name, args = steps.send(calls[name](*args))
+    except StopIteration as done:
+        return done.value
+
+
+async def _arun(steps: Generator[_Call, Any, Any], calls: dict[str, Any]) -> Any:
+    """:func:`_run` with the async calls, each awaited."""
+    try:
+        name, args = next(steps)
+        while True:
+            name, args = steps.send(await calls[name](*args))
+    except StopIteration as done:
+        return done.value
+
+
+def _deleting(
+    sources: list[str], store: VectorStore, checks: bool, batch_size: int
+) -> Generator[_Call, Any, int]:
+    """The steps of :func:`delete_sources`: per batch of keys, the records of entries already
+    gone forgotten, then the entries deleted, then their records. Returns the entries deleted."""
     deleted = 0
-    while sources and (
-        keys := await record_manager.alist_keys(group_ids=sources, limit=batch_size)
-    ):
+    while sources:
+        keys = yield ("list_keys", (sources, batch_size))
+        if not keys:
+            break
         if checks:
-            held = await vector_store.aget_by_ids(keys)
-            missing = _missing(keys, held, vector_store, _DELETING)
+            missing = _missing(keys, (yield ("get_by_ids", (keys,))), store, _DELETING)
             if missing:
-                await record_manager.adelete_keys(missing)  # their entries are gone already
+                yield ("delete_keys", (missing,))  # their entries are gone already
                 keys = _without(keys, missing)
         if keys:
-            if await vector_store.adelete(keys) is False:
-                raise RuntimeError(
-                    f"{type(vector_store).__name__}.adelete failed for {len(keys)} ids"
-                )
-            await record_manager.adelete_keys(keys)
+            if (yield ("delete", (keys,))) is False:
+                raise RuntimeError(f"{type(store).__name__} failed to delete {len(keys)} ids")
+            yield ("delete_keys", (keys,))
         deleted += len(keys)
     return deleted
+
+
+def _forgetting(
+    batch: list[Document], start: int, store: VectorStore, checks: bool
+) -> Generator[_Call, Any, None]:
+    """The check before each batch of :func:`index_sources`: the batch's lineage, then the
+    records of its sources' keys that the store does not hold are forgotten."""
+    _check_lineage(batch, start)
+    sources = _sources(batch) if checks else []
+    keys = (yield ("list_keys", (sources, None))) if sources else []
+    if keys:
+        missing = _missing(keys, (yield ("get_by_ids", (keys,))), store, _INDEXING)
+        if missing:
+            yield ("delete_keys", (missing,))
 
 
 def _forgetting_missing(
@@ -234,17 +284,12 @@ def _forgetting_missing(
     checks = _checks(store)
     if not checks:  # it cannot tell (LanceDB)
         logger.debug("%s has no get_by_ids: records are not checked", type(store).__name__)
+    calls = _calls(store, manager)
     docs = iter(documents)
     start = 0
     while batch := list(islice(docs, batch_size)):
-        _check_lineage(batch, start)
+        _run(_forgetting(batch, start, store, checks), calls)
         start += len(batch)
-        sources = _sources(batch) if checks else []
-        keys = manager.list_keys(group_ids=sources) if sources else []
-        if keys:
-            missing = _missing(keys, store.get_by_ids(keys), store, _INDEXING)
-            if missing:
-                manager.delete_keys(missing)
         yield from batch
 
 
@@ -275,13 +320,7 @@ async def _aforgetting_missing(
 async def _aforget(
     batch: list[Document], start: int, manager: RecordManager, store: VectorStore, checks: bool
 ) -> None:
-    _check_lineage(batch, start)
-    sources = _sources(batch) if checks else []
-    keys = await manager.alist_keys(group_ids=sources) if sources else []
-    if keys:
-        missing = _missing(keys, await store.aget_by_ids(keys), store, _INDEXING)
-        if missing:
-            await manager.adelete_keys(missing)
+    await _arun(_forgetting(batch, start, store, checks), _acalls(store, manager))
 
 
 async def _aiter(documents: Iterable[Document] | AsyncIterable[Document]) -> AsyncIterator[Any]:
