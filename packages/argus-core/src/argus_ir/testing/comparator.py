@@ -4,13 +4,36 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from argus_ir.testing.lifecycle import Call, Row
+from argus_ir.collapse import is_view_entry
+from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY
 
-__all__ = ["compare", "either", "expected_sources", "missed"]
+__all__ = ["Row", "compare", "either", "lineage_of", "missed"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One entry of the store, as the comparator sees it: its id, text and argus lineage."""
+
+    id: str
+    text: str
+    lineage: Mapping[str, Any]
+
+    @property
+    def is_view(self) -> bool:
+        return is_view_entry(dict(self.lineage), self.id)
+
+    @property
+    def source(self) -> str:
+        return str(self.lineage.get(SOURCE_KEY) or self.id)
+
+
+def lineage_of(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``argus_*`` keys of an entry's metadata (what the comparator checks)."""
+    return {k: v for k, v in (metadata or {}).items() if k in ARGUS_KEYS}
 
 
 def compare(expected: Iterable[Row], actual: Iterable[Row], *, by: str = "id") -> list[str]:
@@ -48,26 +71,10 @@ def compare(expected: Iterable[Row], actual: Iterable[Row], *, by: str = "id") -
     return problems
 
 
-def expected_sources(calls: Sequence[Call]) -> dict[str, str]:
-    """The documents a chain of calls must leave, by id, with their texts: an ingest adds or
-    replaces what it is given, a full one leaves nothing else, a delete removes."""
-    from argus_ir.testing.lifecycle import corpus, source_id
-
-    held: dict[str, str] = {}
-    for call in calls:
-        if call.kind == "delete":
-            for name in call.only or ():
-                held.pop(source_id(name), None)
-            continue
-        given = {d.id: d.text for d in corpus(call.version, call.only)}
-        held = given if call.full else {**held, **given}
-    return held
-
-
-def missed(rows: Iterable[Row], calls: Sequence[Call]) -> list[str]:
-    """What the store's originals get wrong against :func:`expected_sources` (the uninterrupted
-    run must be right too: a recipe that never deletes would equal itself)."""
-    want = expected_sources(calls)
+def missed(rows: Iterable[Row], want: Mapping[str, str]) -> list[str]:
+    """What the store's originals get wrong against ``want``, the documents (id to text) its
+    calls must leave (:func:`argus_ir.testing.lifecycle.expected_sources`): the uninterrupted run
+    must be right too, since a recipe that never deletes would equal itself."""
     got = {r.source: r.text for r in rows if not r.is_view}
     problems = []
     if set(got) - set(want):

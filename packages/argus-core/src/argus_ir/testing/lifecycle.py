@@ -45,9 +45,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from argus_ir.collapse import is_view_entry
-from argus_ir.lineage import ARGUS_KEYS, SOURCE_KEY
-from argus_ir.testing.comparator import compare, either, missed
+from argus_ir.testing.comparator import Row, compare, either, lineage_of, missed
 from argus_ir.testing.contract import BOGART, CURIE, PLAIN, contract_kb
 from argus_ir.testing.faults import Killed, Step, Turns, count_steps, no_step, stepping
 
@@ -63,6 +61,8 @@ __all__ = [
     "Turns",
     "compare",
     "corpus",
+    "expected_sources",
+    "lineage_of",
     "source_id",
 ]
 
@@ -74,28 +74,6 @@ class Input:
     id: str
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One entry of the store, as the comparator sees it: its id, text and argus lineage."""
-
-    id: str
-    text: str
-    lineage: Mapping[str, Any]
-
-    @property
-    def is_view(self) -> bool:
-        return is_view_entry(dict(self.lineage), self.id)
-
-    @property
-    def source(self) -> str:
-        return str(self.lineage.get(SOURCE_KEY) or self.id)
-
-
-def lineage_of(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``argus_*`` keys of an entry's metadata (what the comparator checks)."""
-    return {k: v for k, v in (metadata or {}).items() if k in ARGUS_KEYS}
 
 
 # the corpus ------------------------------------------------------------------------------------
@@ -213,6 +191,20 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
+def expected_sources(calls: Sequence[Call]) -> dict[str, str]:
+    """The documents a chain of calls must leave, by id, with their texts: an ingest adds or
+    replaces what it is given, a full one leaves nothing else, a delete removes."""
+    held: dict[str, str] = {}
+    for call in calls:
+        if call.kind == "delete":
+            for name in call.only or ():
+                held.pop(source_id(name), None)
+            continue
+        given = {d.id: d.text for d in corpus(call.version, call.only)}
+        held = given if call.full else {**held, **given}
+    return held
+
+
 # the contract ----------------------------------------------------------------------------------
 
 
@@ -302,7 +294,7 @@ class LifecycleContract:
         split = scenario.splitter
         want = self._chain(store, f"{name}-want", settings, scenario.ends_as(), split)
         if not split:  # a splitter's originals are chunks: checked against the run alone
-            wrong = missed(want, scenario.ends_as())
+            wrong = missed(want, expected_sources(scenario.ends_as()))
             assert not wrong, f"{store}, {scenario.name}, uninterrupted: " + "; ".join(wrong)
         handle = self.open_store(store, name, settings)
         try:
