@@ -38,9 +38,7 @@ def index(store: InMemoryDocumentStore, argus: bool) -> None:
     pipe = Pipeline()
     pipe.add_component("splitter", DocumentSplitter(split_by="word", split_length=5))
     if argus:
-        embedder = ArgusAugmenter(
-            retriever="minilm", remedy="expansion", k_aug=2, embed=True, progress_bar=False
-        )
+        embedder = ArgusAugmenter(retriever="minilm", embed=True, progress_bar=False)
     else:
         embedder = SentenceTransformersDocumentEmbedder(
             model=MODEL, local_files_only=True, progress_bar=False

@@ -34,9 +34,7 @@ def main() -> None:
     indexing = Pipeline()
     # embed=True: every document comes out with its embedding (the originals' from argus's
     # diagnosis pass), as SentenceTransformersDocumentEmbedder would give it: no embedder here
-    indexing.add_component(
-        "argus", ArgusAugmenter(retriever="minilm", remedy="expansion", embed=True)
-    )
+    indexing.add_component("argus", ArgusAugmenter(retriever="minilm", embed=True))
     indexing.add_component("writer", DocumentWriter(document_store=store))
     indexing.connect("argus.documents", "writer.documents")
 

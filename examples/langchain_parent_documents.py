@@ -47,7 +47,9 @@ def main() -> None:
     print("without argus:", " ".join(d.id for d in plain))
 
     # argus first: its originals and views become the parents that the retriever splits
-    argus = ArgusDocumentTransformer(retriever="minilm", remedy="expansion", k_aug=2)
+    argus = ArgusDocumentTransformer(
+        retriever="minilm",
+    )
     augmented = list(argus.transform_documents(docs))
     print("argus views:", argus.last_stats["views"])
     found = parent_retriever(embeddings, augmented).invoke(QUESTION)

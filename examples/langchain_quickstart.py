@@ -34,7 +34,7 @@ def main() -> None:
 
     # embed=True: argus computes every vector it returns (the originals' come from its diagnosis
     # pass), and the store built with argus.embeddings(...) takes them instead of embedding again
-    argus = ArgusDocumentTransformer(retriever="minilm", remedy="expansion", k_aug=2, embed=True)
+    argus = ArgusDocumentTransformer(retriever="minilm", embed=True)
     augmented = argus.transform_documents(docs)  # originals first, each followed by its views
     print(
         "argus:",

@@ -37,7 +37,7 @@ def main() -> None:
 
     # embed=True: every node comes out with its embedding (the originals' from argus's diagnosis
     # pass), so the pipeline needs no embed model and the index embeds only the queries
-    pipeline = IngestionPipeline(transformations=[ArgusTransform(remedy="expansion", embed=True)])
+    pipeline = IngestionPipeline(transformations=[ArgusTransform(embed=True)])
     nodes = pipeline.run(documents=docs)
     print("nodes:", len(docs), "documents ->", len(nodes), "nodes (originals + views)")
     index = VectorStoreIndex(nodes, embed_model=embed_model)
