@@ -10,6 +10,7 @@ as before.
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator, Sequence
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
@@ -37,52 +38,64 @@ def is_rejection(exc: BaseException) -> bool:
     return False
 
 
+_Answer = tuple[Sequence[Document] | None, BaseException | None]
+
+
+def _reading(store: VectorStore, ids: list[str]) -> Generator[list[str], _Answer, list[Document]]:
+    """The steps of :func:`read_by_ids` (sync and async alike): each yields the ids to read and
+    gets back what the store returned or the error it raised."""
+    docs, error = yield ids
+    if error is None:
+        return list(docs or ())
+    if not is_rejection(error):
+        raise error
+    if len(ids) == 1:
+        _warn_rejected(store, [(ids[0], error)])
+        return []
+    found: list[Document] = []
+    rejected: list[tuple[str, BaseException]] = []
+    for one in ids:
+        docs, error = yield [one]
+        if error is None:
+            found.extend(docs or ())
+        elif is_rejection(error):
+            rejected.append((one, error))
+        else:
+            raise error
+    _warn_rejected(store, rejected)
+    return found
+
+
 def read_by_ids(store: VectorStore, ids: list[str]) -> list[Document]:
     """``store.get_by_ids(ids)``; when the store refuses the batch for what one id is (see
     :func:`is_rejection`), each id is read alone and the refused ones are dropped, named in a
     warning. Any other failure is raised: only an outage fails the query."""
+    steps = _reading(store, ids)
     try:
-        return list(store.get_by_ids(ids))
-    except Exception as exc:
-        if not is_rejection(exc):
-            raise
-        if len(ids) == 1:
-            _warn_rejected(store, [(ids[0], exc)])
-            return []
-    found: list[Document] = []
-    rejected: list[tuple[str, BaseException]] = []
-    for one in ids:
-        try:
-            found.extend(store.get_by_ids([one]))
-        except Exception as exc:
-            if not is_rejection(exc):
-                raise
-            rejected.append((one, exc))
-    _warn_rejected(store, rejected)
-    return found
+        wanted = next(steps)
+        while True:
+            try:
+                answer: _Answer = (store.get_by_ids(wanted), None)
+            except Exception as exc:
+                answer = (None, exc)
+            wanted = steps.send(answer)
+    except StopIteration as done:
+        return list(done.value)
 
 
 async def aread_by_ids(store: VectorStore, ids: list[str]) -> list[Document]:
     """:func:`read_by_ids` through ``aget_by_ids``."""
+    steps = _reading(store, ids)
     try:
-        return list(await store.aget_by_ids(ids))
-    except Exception as exc:
-        if not is_rejection(exc):
-            raise
-        if len(ids) == 1:
-            _warn_rejected(store, [(ids[0], exc)])
-            return []
-    found: list[Document] = []
-    rejected: list[tuple[str, BaseException]] = []
-    for one in ids:
-        try:
-            found.extend(await store.aget_by_ids([one]))
-        except Exception as exc:
-            if not is_rejection(exc):
-                raise
-            rejected.append((one, exc))
-    _warn_rejected(store, rejected)
-    return found
+        wanted = next(steps)
+        while True:
+            try:
+                answer: _Answer = (await store.aget_by_ids(wanted), None)
+            except Exception as exc:
+                answer = (None, exc)
+            wanted = steps.send(answer)
+    except StopIteration as done:
+        return list(done.value)
 
 
 def _warn_rejected(store: VectorStore, rejected: list[tuple[str, BaseException]]) -> None:
