@@ -14,9 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from haystack import Document, Pipeline
@@ -127,20 +125,11 @@ class TestHaystackLifecycle(LifecycleContract):
             return Handle(handle.kind, handle.name, handle.store)
         return self.open_store(handle.kind, handle.name, self._settings)
 
-    def close_store(self, handle: Handle) -> None:
-        for close in handle.closers:
-            close()
-
     @staticmethod
     def _watched(handle: Handle) -> Handle:
         """The store's writes and deletes are the recipe's boundaries."""
         watch(handle.store, ("write_documents", "delete_documents"), "store")
         return handle
-
-    def _root(self) -> Path:
-        if "root" not in self._shared:
-            self._shared["root"] = Path(tempfile.mkdtemp(prefix="argus-hs-lifecycle-"))
-        return Path(self._shared["root"])
 
     def _open_in_memory(self, name: str) -> Handle:
         return Handle("in-memory", name, InMemoryDocumentStore(index=name))
@@ -168,7 +157,7 @@ class TestHaystackLifecycle(LifecycleContract):
         if key not in self._shared:  # its folder takes one client
             self._shared[key] = ChromaDocumentStore(
                 collection_name="argus",
-                persist_path=str(self._root() / name / "chroma"),
+                persist_path=str(self.scratch() / name / "chroma"),
                 distance_function="cosine",
                 client_settings={"anonymized_telemetry": False},
             )
@@ -180,7 +169,7 @@ class TestHaystackLifecycle(LifecycleContract):
         key = f"qdrant:{name}"
         if key not in self._shared:  # its folder takes one client
             self._shared[key] = QdrantDocumentStore(
-                path=str(self._root() / name / "qdrant"),
+                path=str(self.scratch() / name / "qdrant"),
                 index="argus",
                 embedding_dim=DIM,
                 progress_bar=False,

@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -161,10 +160,6 @@ class TestLangChainLifecycle(LifecycleContract):
             return Handle(handle.kind, handle.name, handle.store, handle.manager)
         return self.open_store(handle.kind, handle.name, self._settings)
 
-    def close_store(self, handle: Handle) -> None:
-        for close in handle.closers:
-            close()
-
     @staticmethod
     def _watched(handle: Handle) -> Handle:
         """The store's and the record manager's writes are the recipe's boundaries."""
@@ -175,17 +170,10 @@ class TestLangChainLifecycle(LifecycleContract):
     def _sqlite_manager(self, name: str) -> Any:
         from langchain_classic.indexes import SQLRecordManager
 
-        folder = self._folder()
+        folder = self.scratch()
         manager = SQLRecordManager(f"argus/{name}", db_url=f"sqlite:///{folder / 'records.db'}")
         manager.create_schema()
         return manager
-
-    def _folder(self) -> Path:
-        if "folder" not in self._shared:
-            import tempfile
-
-            self._shared["folder"] = Path(tempfile.mkdtemp(prefix="argus-lc-lifecycle-"))
-        return Path(self._shared["folder"])
 
     def _open_pgvector(self, name: str) -> Handle:
         from langchain_classic.indexes import SQLRecordManager
@@ -212,7 +200,7 @@ class TestLangChainLifecycle(LifecycleContract):
         from langchain_chroma import Chroma
 
         if "chroma" not in self._shared:
-            self._shared["chroma"] = chromadb.PersistentClient(path=str(self._folder() / "chroma"))
+            self._shared["chroma"] = chromadb.PersistentClient(path=str(self.scratch() / "chroma"))
         store = Chroma(
             collection_name=name, client=self._shared["chroma"], embedding_function=Hashed()
         )
@@ -225,7 +213,7 @@ class TestLangChainLifecycle(LifecycleContract):
         from qdrant_client.models import Distance, VectorParams
 
         if "qdrant" not in self._shared:
-            self._shared["qdrant"] = QdrantClient(path=str(self._folder() / "qdrant"))
+            self._shared["qdrant"] = QdrantClient(path=str(self.scratch() / "qdrant"))
         client = self._shared["qdrant"]
         if not client.collection_exists(name):
             client.create_collection(name, VectorParams(size=DIM, distance=Distance.COSINE))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -127,27 +126,18 @@ class TestLlamaIndexLifecycle(LifecycleContract):
 
     def open_store(self, store: str, name: str, settings: Any) -> Handle:
         TestLlamaIndexLifecycle._settings = dict(settings)
-        folder = self._root() / name
+        folder = self.scratch() / name
         folder.mkdir(parents=True, exist_ok=True)
         return self._watched(getattr(self, f"_open_{store}")(name, folder))
 
     def reopen(self, handle: Handle) -> Handle:
         return self.open_store(handle.kind, handle.name, self._settings)
 
-    def close_store(self, handle: Handle) -> None:
-        for close in handle.closers:
-            close()
-
     @staticmethod
     def _watched(handle: Handle) -> Handle:
         """The store's writes are the recipe's boundaries."""
         watch(handle.store, ("add", "delete"), "store")
         return handle
-
-    def _root(self) -> Path:
-        if "root" not in self._shared:
-            self._shared["root"] = Path(tempfile.mkdtemp(prefix="argus-li-lifecycle-"))
-        return Path(self._shared["root"])
 
     def _open_pgvector(self, name: str, folder: Path) -> Handle:
         from argus_ir.testing.postgres import postgres_server
@@ -171,7 +161,7 @@ class TestLlamaIndexLifecycle(LifecycleContract):
         from llama_index.vector_stores.chroma import ChromaVectorStore
 
         if "chroma" not in self._shared:
-            self._shared["chroma"] = chromadb.PersistentClient(path=str(self._root() / "chroma"))
+            self._shared["chroma"] = chromadb.PersistentClient(path=str(self.scratch() / "chroma"))
         collection = self._shared["chroma"].get_or_create_collection(name)
         return Handle("chroma", name, ChromaVectorStore(chroma_collection=collection), folder)
 
@@ -180,7 +170,7 @@ class TestLlamaIndexLifecycle(LifecycleContract):
         from qdrant_client import QdrantClient
 
         if "qdrant" not in self._shared:
-            self._shared["qdrant"] = QdrantClient(path=str(self._root() / "qdrant"))
+            self._shared["qdrant"] = QdrantClient(path=str(self.scratch() / "qdrant"))
         store = QdrantVectorStore(collection_name=name, client=self._shared["qdrant"])
         return Handle("qdrant", name, store, folder)
 

@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -205,6 +207,8 @@ def expected_sources(calls: Sequence[Call]) -> dict[str, str]:
     return held
 
 
+_SCRATCH: dict[type, Path] = {}
+
 # the contract ----------------------------------------------------------------------------------
 
 
@@ -240,7 +244,18 @@ class LifecycleContract:
         return handle
 
     def close_store(self, handle: Any) -> None:
-        """Release what :meth:`open_store` opened."""
+        """Release what :meth:`open_store` opened. Default: call each of ``handle.closers``
+        (a list of callables), where the handle has one."""
+        for close in getattr(handle, "closers", ()):
+            close()
+
+    @classmethod
+    def scratch(cls) -> Path:
+        """A folder of this contract class's own for the stores it opens (kept for the session,
+        so that a store reopened after a kill finds its files)."""
+        if cls not in _SCRATCH:
+            _SCRATCH[cls] = Path(tempfile.mkdtemp(prefix=f"argus-{cls.__name__.lower()}-"))
+        return _SCRATCH[cls]
 
     def ingest(
         self, handle: Any, docs: list[Input], *, full: bool, splitter: bool, step: Step
