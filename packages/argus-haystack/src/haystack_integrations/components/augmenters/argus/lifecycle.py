@@ -131,8 +131,43 @@ def _ids(found: dict[str, list[Document]]) -> set[str]:
     return {doc.id for docs in found.values() for doc in docs}
 
 
+class _OnStore:
+    """What the cleaner and the sweeper share: the store they act on, serialised with its own
+    ``to_dict``, and, in a pipeline, the store object of another component of the same class and
+    settings (:meth:`_live_store`)."""
+
+    def __init__(self, document_store: DocumentStore) -> None:
+        """Create the component.
+
+        :param document_store: The store the documents are written to.
+        """
+        self.document_store = document_store
+        self._shared = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component (the store with its own ``to_dict``)."""
+        return default_to_dict(self, document_store=self.document_store)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Deserialise the component."""
+        return default_from_dict(cls, data)
+
+    def _live_store(self) -> DocumentStore:
+        """The component's store; in a pipeline, from its first run, another component's store
+        object of the same class and settings (a YAML-loaded pipeline holds copies)."""
+        if not self._shared:
+            pipeline = getattr(self, "__haystack_added_to_pipeline__", None)
+            if pipeline is not None:
+                self._shared = True
+                self.document_store = (
+                    twin_store(pipeline, self.document_store) or self.document_store
+                )
+        return self.document_store
+
+
 @component
-class ArgusSourceCleaner:
+class ArgusSourceCleaner(_OnStore):
     """Delete from a store what it holds of the incoming documents' sources and they do not write
     again, before they are written; stamp each entry with its source's version.
 
@@ -161,23 +196,6 @@ class ArgusSourceCleaner:
         >>> pipe.connect("cleaner.documents", "writer.documents")  # doctest: +SKIP
     """
 
-    def __init__(self, document_store: DocumentStore) -> None:
-        """Create the component.
-
-        :param document_store: The store the documents are written to.
-        """
-        self.document_store = document_store
-        self._shared = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component (the store with its own ``to_dict``)."""
-        return default_to_dict(self, document_store=self.document_store)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ArgusSourceCleaner:
-        """Deserialise the component."""
-        return default_from_dict(cls, data)
-
     @component.output_types(documents=list[Document], deleted=int)
     def run(self, documents: list[Document]) -> dict[str, Any]:
         """Delete the stored entries of the documents' sources that they do not write again.
@@ -188,7 +206,7 @@ class ArgusSourceCleaner:
         :raises ValueError: In a pipeline, a ``DocumentWriter`` after it that does not overwrite
             (the entries kept would be skipped, or refused as duplicates).
         """
-        store = _live_store(self)
+        store = self._live_store()
         self._check_writer()
         stale = _held(store, _sources(documents)) - {doc.id for doc in documents}
         if stale:
@@ -202,7 +220,7 @@ class ArgusSourceCleaner:
         :param documents: The documents about to be written (not modified).
         :returns: As :meth:`run`.
         """
-        store = _live_store(self)
+        store = self._live_store()
         self._check_writer()
         stale = await _aheld(store, _sources(documents)) - {doc.id for doc in documents}
         await _adelete(store, stale)
@@ -223,7 +241,7 @@ class ArgusSourceCleaner:
 
 
 @component
-class ArgusSourceSweeper:
+class ArgusSourceSweeper(_OnStore):
     """After the writer, delete the views of the written documents' sources that belong to another
     version than the original the store now holds.
 
@@ -249,23 +267,6 @@ class ArgusSourceSweeper:
         >>> pipe.connect("writer.documents_written", "sweeper.documents_written")  # doctest: +SKIP
     """
 
-    def __init__(self, document_store: DocumentStore) -> None:
-        """Create the component.
-
-        :param document_store: The store the documents were written to.
-        """
-        self.document_store = document_store
-        self._shared = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component (the store with its own ``to_dict``)."""
-        return default_to_dict(self, document_store=self.document_store)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ArgusSourceSweeper:
-        """Deserialise the component."""
-        return default_from_dict(cls, data)
-
     @component.output_types(deleted=int)
     def run(self, documents: list[Document], documents_written: int) -> dict[str, Any]:
         """Delete the views of the documents' sources whose version is not their original's.
@@ -275,7 +276,7 @@ class ArgusSourceSweeper:
         :param documents_written: The writer's count; only orders the sweep after the write.
         :returns: ``deleted``: how many stored views went.
         """
-        store = _live_store(self)
+        store = self._live_store()
         sources = list(dict.fromkeys(_sources(documents)))
         found = read(store, _LINEAGE, sources)
         _merge(found, read(store, "id", _without_original(found, sources)))
@@ -292,7 +293,7 @@ class ArgusSourceSweeper:
         :param documents_written: As :meth:`run`.
         :returns: As :meth:`run`.
         """
-        store = _live_store(self)
+        store = self._live_store()
         sources = list(dict.fromkeys(_sources(documents)))
         found = await aread(store, _LINEAGE, sources)
         _merge(found, await aread(store, "id", _without_original(found, sources)))
@@ -300,19 +301,6 @@ class ArgusSourceSweeper:
         for source, version, ids in _stale_versions(found):
             deleted += await _asweep(store, source, version, ids)
         return {"deleted": deleted}
-
-
-def _live_store(owner: ArgusSourceCleaner | ArgusSourceSweeper) -> DocumentStore:
-    """The component's store; in a pipeline, from its first run, another component's store
-    object of the same class and settings (a YAML-loaded pipeline holds copies)."""
-    if not owner._shared:
-        pipeline = getattr(owner, "__haystack_added_to_pipeline__", None)
-        if pipeline is not None:
-            owner._shared = True
-            owner.document_store = (
-                twin_store(pipeline, owner.document_store) or owner.document_store
-            )
-    return owner.document_store
 
 
 def _sources(documents: list[Document]) -> list[str]:
