@@ -95,21 +95,29 @@ class ArgusDocstore(BaseStore[str, Document]):
 
     def mget(self, keys: Sequence[str]) -> list[Document | None]:
         keys = list(keys)
-        entries = self._entries(keys, self._read(_wanted(keys)))
-        resolved, fetched = read_originals(
-            self._steps(entries), self._read_originals, lambda d: d.metadata
-        )
-        return self._answer(keys, entries, resolved, fetched)
+        return self._answer(keys, self._resolve(keys))
 
     async def amget(self, keys: Sequence[str]) -> list[Document | None]:
         if getattr(self.vectorstore, "async_mode", None) is False:
             return await run_in_executor(None, self.mget, keys)
         keys = list(keys)
+        return self._answer(keys, await self._aresolve(keys))
+
+    def _resolve(self, keys: list[str]) -> dict[str, tuple[str, Document]]:
+        """Each key that resolves, with its source's id and original (:meth:`_by_key`)."""
+        entries = self._entries(keys, self._read(_wanted(keys)))
+        resolved, fetched = read_originals(
+            self._steps(entries), self._read_originals, lambda d: d.metadata
+        )
+        return self._by_key(resolved, fetched)
+
+    async def _aresolve(self, keys: list[str]) -> dict[str, tuple[str, Document]]:
+        """:meth:`_resolve` through the store's async API."""
         entries = self._entries(keys, await self._aread(_wanted(keys)))
         resolved, fetched = await aread_originals(
             self._steps(entries), self._aread_originals, lambda d: d.metadata
         )
-        return self._answer(keys, entries, resolved, fetched)
+        return self._by_key(resolved, fetched)
 
     def _read(self, ids: list[str]) -> list[Document]:
         if not ids:
@@ -156,14 +164,9 @@ class ArgusDocstore(BaseStore[str, Document]):
         )
 
     def _answer(
-        self,
-        keys: list[str],
-        entries: list[_Entry],
-        resolved: Resolved[_Entry],
-        fetched: Mapping[str, Document],
+        self, keys: list[str], by_key: Mapping[str, tuple[str, Document]]
     ) -> list[Document | None]:
         """Each key's original; ``None`` for a key not found, refused, dropped or repeated."""
-        by_key = self._by_key(resolved, fetched)
         out: list[Document | None] = []
         served: set[str] = set()
         for key in keys:
@@ -213,23 +216,13 @@ class ArgusDocstore(BaseStore[str, Document]):
         logged. :class:`~langchain_argus.parents.ArgusMultiVectorRetriever` and
         :class:`~langchain_argus.parents.ArgusParentDocumentRetriever` call this.
         """
-        keys = _named(hits, id_key)
-        entries = self._entries(keys, self._read(_wanted(keys)))
-        resolved, fetched = read_originals(
-            self._steps(entries), self._read_originals, lambda d: d.metadata
-        )
-        return self._in_scope(hits, id_key, self._by_key(resolved, fetched))
+        return self._in_scope(hits, id_key, self._resolve(_named(hits, id_key)))
 
     async def aparents_of(self, hits: Sequence[Document], id_key: str = "doc_id") -> list[Document]:
         """:meth:`parents_of` through the store's async API."""
         if getattr(self.vectorstore, "async_mode", None) is False:
             return await run_in_executor(None, self.parents_of, hits, id_key)
-        keys = _named(hits, id_key)
-        entries = self._entries(keys, await self._aread(_wanted(keys)))
-        resolved, fetched = await aread_originals(
-            self._steps(entries), self._aread_originals, lambda d: d.metadata
-        )
-        return self._in_scope(hits, id_key, self._by_key(resolved, fetched))
+        return self._in_scope(hits, id_key, await self._aresolve(_named(hits, id_key)))
 
     def _in_scope(
         self,
@@ -257,7 +250,7 @@ class ArgusDocstore(BaseStore[str, Document]):
                 "brought in by them (hit -> %s): %s",
                 len(refused),
                 id_key,
-                ", ".join(refused[:5]) + (", ..." if len(refused) > 5 else ""),
+                _shown_ids(refused),
             )
         return out
 
