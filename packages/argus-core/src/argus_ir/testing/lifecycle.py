@@ -289,12 +289,20 @@ class LifecycleContract:
                 self.ingest(handle, docs, full=call.full, splitter=splitter, step=step)
 
     def _chain(
-        self, store: str, name: str, settings: Mapping[str, Any], calls: Sequence[Call], split: bool
+        self,
+        store: str,
+        name: str,
+        settings: Mapping[str, Any],
+        calls: Sequence[Call],
+        split: bool,
+        last: Step = no_step,
     ) -> list[Row]:
+        """The rows ``calls`` leave in a fresh store, uninterrupted; ``last``: the boundary hook
+        of the last call (to count its boundaries)."""
         handle = self.open_store(store, name, settings)
         try:
-            for call in calls:
-                self._call(handle, call, no_step, split)
+            for i, call in enumerate(calls, start=1):
+                self._call(handle, call, last if i == len(calls) else no_step, split)
             return self.rows(handle)
         finally:
             self.close_store(handle)
@@ -307,17 +315,19 @@ class LifecycleContract:
     def check(self, store: str, scenario: Scenario, settings: Mapping[str, Any], name: str) -> None:
         """Run one cell of the table and assert the store ends as the uninterrupted run."""
         split = scenario.splitter
-        want = self._chain(store, f"{name}-want", settings, scenario.ends_as(), split)
+        count = count_steps()  # the boundaries of the call under test, run uninterrupted
+        want = self._chain(store, f"{name}-want", settings, scenario.ends_as(), split, count)
         if not split:  # a splitter's originals are chunks: checked against the run alone
             wrong = missed(want, expected_sources(scenario.ends_as()))
             assert not wrong, f"{store}, {scenario.name}, uninterrupted: " + "; ".join(wrong)
+        if scenario.fault == "kill":  # its uninterrupted chain is the one just run
+            assert scenario.ends_as() == (*scenario.before, scenario.call), scenario.name
+            self._kills(store, scenario, settings, name, want, count.names)
+            return
         handle = self.open_store(store, name, settings)
         try:
             for call in scenario.before:
                 self._call(handle, call, no_step, split)
-            if scenario.fault == "kill":
-                self._kills(store, scenario, settings, name, want)
-                return
             if scenario.fault in ("two-writers", "two-versions"):
                 other = self.reopen(handle)
                 second = scenario.other or scenario.call
@@ -356,20 +366,13 @@ class LifecycleContract:
         settings: Mapping[str, Any],
         name: str,
         want: list[Row],
+        boundaries: list[str],
     ) -> None:
-        """The call killed at each of its boundaries in turn (a fresh store each), then run once
-        more uninterrupted: every end must equal ``want``."""
+        """The call killed at each of its ``boundaries`` in turn (a fresh store each), then run
+        once more uninterrupted: every end must equal ``want``."""
         split = scenario.splitter
-        count = count_steps()
-        probe = self.open_store(store, f"{name}-count", settings)
-        try:
-            for call in scenario.before:
-                self._call(probe, call, no_step, split)
-            self._call(probe, scenario.call, count, split)
-        finally:
-            self.close_store(probe)
-        assert count.names, f"{store}: the recipe of {scenario.call} reports no boundary"
-        for k, boundary in enumerate(count.names[:-1], start=1):  # after the last: nothing left
+        assert boundaries, f"{store}: the recipe of {scenario.call} reports no boundary"
+        for k, boundary in enumerate(boundaries[:-1], start=1):  # after the last: nothing left
             handle = self.open_store(store, f"{name}-k{k}", settings)
             try:
                 for call in scenario.before:
@@ -385,7 +388,7 @@ class LifecycleContract:
                         self.close_store(again)
                 assert not problems, (
                     f"{store}, {scenario.name}, killed after {boundary!r} ({k} of "
-                    f"{len(count.names)}): " + "; ".join(problems)
+                    f"{len(boundaries)}): " + "; ".join(problems)
                 )
             finally:
                 self.close_store(handle)
