@@ -220,6 +220,7 @@ BENCHMARKS = {
     "kb-scale": "kb_scale.py",
     "trex-lookups": "trex_lookups.py",
     "framework-ingest": "framework_ingest.py",
+    "cpu-path": "cpu_path.py",
 }
 
 

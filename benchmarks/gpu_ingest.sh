@@ -14,6 +14,12 @@
 # processes, with the GPU's busy share and memory sampled through NVML. JAX is left installed (and
 # its import checked) on purpose: argus must not start it, so the GPU memory in use during (c)
 # must stay within plain's + 1 GiB.
+#
+# Then argus's own CPU work on this machine's cores (benchmarks/cpu_path.py, issue 60): the
+# forward recorded once on the GPU, then replayed, so what is timed is what feeds the card:
+# documents per CPU-second, the main process's CPU ms per document, wall documents per second with
+# 1, 2 and (cores - 1, at most 8, the GPU default) NER workers. argus-ir's own stream
+# (`--recipe core`): no LangChain needed on the machine. Rows: OUT/cpu-path-1000-gpu-machine.json.
 set -euo pipefail
 WHEELS=${1:?wheels folder}
 CORPORA=${2:?corpora folder}
@@ -38,3 +44,10 @@ for set in scifact entity-lists; do
         --out "$OUT" >"$OUT/ingest-$set.log" 2>&1 || echo "$set failed" >>"$OUT/machine.txt"
 done
 nvidia-smi --query-gpu=memory.used --format=csv >>"$OUT/machine.txt"
+
+workers=$(( $(nproc) - 1 ))
+workers=$(( workers > 8 ? 8 : workers ))
+python benchmarks/cpu_path.py --shared-data . --corpus "$CORPORA/scifact.jsonl" --limit 1000 \
+    --recipe core --layouts "gpu-1,gpu-2,gpu-$workers" --profile --tag=-gpu-machine \
+    --work "$OUT/cpu-path" --out "$OUT" >"$OUT/cpu-path.log" 2>&1 || echo "cpu-path failed" >>"$OUT/machine.txt"
+rm -rf "$OUT/cpu-path"  # the recorded forward: hundreds of MB, not a result

@@ -98,10 +98,13 @@ def is_given_name(word: str) -> bool:
 
 def fold(text: str) -> str:
     """``text`` with its accents dropped and its case folded ("Cancún" → "cancun")."""
+    if text.isascii():  # no accent to drop (most names): NFKD leaves ASCII as it is
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
+@functools.lru_cache(maxsize=1 << 16)  # titles are compared with many mentions
 def name_words(form: str) -> tuple[str, ...]:
     """The words a name is compared by: accents and case folded, a trailing bracket
     ("Mercury (planet)"), a leading "the", possessives and a plural "s" of long words dropped."""
