@@ -208,6 +208,12 @@ def _initials(title: str) -> str:
     return "".join(w[0] for w in words if w not in _LINKS)
 
 
+@functools.lru_cache(maxsize=64)  # one text is asked about for each of its acronyms' passages
+def _written(context: str) -> frozenset[str]:
+    """The folded words a text writes."""
+    return frozenset(_WORD.findall(fold(context)))
+
+
 def spells(acronym: str, title: str, context: str | None = None) -> bool:
     """Whether an acronym abbreviates a title: its letters are the first letters of the title's
     words, with or without the linking words ("NFL" → National Football League, "USSR" → Union
@@ -216,10 +222,9 @@ def spells(acronym: str, title: str, context: str | None = None) -> bool:
     Ionizing radiation alike, and only the text tells which."""
     if not is_acronym(acronym):
         return False
-    if context is not None:
-        written = set(_WORD.findall(fold(context)))
-        if not set(_WORD.findall(fold(_BRACKETS.sub("", title)))) <= written:
-            return False
+    title_words = set(_WORD.findall(fold(_BRACKETS.sub("", title))))
+    if context is not None and not title_words <= _written(context):
+        return False
     letters = "".join(c for c in fold(acronym) if c.isalpha())
     words = _WORD.findall(fold(_BRACKETS.sub("", title)).replace("_", " "))
     return len(words) > 1 and letters in (_initials(title), "".join(w[0] for w in words))
