@@ -140,6 +140,7 @@ def namesake_prone(surface: str, label: str | None = None) -> bool:
     return word is not None and is_given_name(word)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked of each mention by several checks
 def is_acronym(surface: str) -> bool:
     """Whether a form is written as an acronym: every letter a capital, at least two letters
     ("ER", "KRAS", "U.S.", "AI"; not "Bled", not "X")."""

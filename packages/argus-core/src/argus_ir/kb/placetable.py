@@ -88,6 +88,11 @@ class _Rows:
         return place
 
 
+_UNSEEN = object()
+_FOUND_CACHE = 100_000
+"""Forms :class:`FormIndex` remembers the place of (then it starts again): a few MB."""
+
+
 class FormIndex:
     """Normalised name -> the places of that name, in the order they were added (a read-only
     mapping's ``get``).
@@ -109,6 +114,7 @@ class FormIndex:
         self._starts: list[int] = starts.tolist()  # form i: blob[starts[i] : starts[i + 1] - 1]
         self._offsets = offsets
         self._members = members
+        self._found: dict[str, int | None] = {}  # form -> index: a text asks for its names again
 
     def __len__(self) -> int:
         return len(self._starts) - 1
@@ -120,6 +126,14 @@ class FormIndex:
         return self._blob[self._starts[i] : self._starts[i + 1] - 1]
 
     def _find(self, form: str) -> int | None:
+        found = self._found.get(form, _UNSEEN)
+        if found is _UNSEEN:
+            if len(self._found) >= _FOUND_CACHE:
+                self._found.clear()
+            found = self._found[form] = self._search(form)
+        return found
+
+    def _search(self, form: str) -> int | None:
         key = _utf8(form)
         lo, hi = 0, len(self)
         while lo < hi:
