@@ -55,6 +55,34 @@ def test_a_surface_form_takes_the_minimum_over_its_mentions(diagnoser, minilm, n
         assert e.rps == pytest.approx(min(scores), abs=1e-6)
 
 
+def test_a_tree_probe_scores_a_whole_batch_in_one_call_with_each_documents_own_numbers(
+    minilm, ner, monkeypatch
+):
+    from argus_ir.diagnose import Diagnoser
+
+    texts = [
+        DOC,
+        "Humphrey Bogart once filmed a scene in Lucknow.",
+        "No names here at all.",
+        "Marie Curie worked in Paris with Pierre Curie and later visited Warsaw.",
+    ]
+    alone = Diagnoser(minilm, load_shipped_probe("minilm", 10), ner)
+    expected = [alone.diagnose([t])[0] for t in texts]
+    together = Diagnoser(minilm, load_shipped_probe("minilm", 10), ner)
+    assert together.probe.model.rows_apart  # XGBoost: each row walks the trees alone
+    calls = []
+    real = type(together.probe.model).predict
+    monkeypatch.setattr(
+        type(together.probe.model), "predict", lambda self, X: calls.append(len(X)) or real(self, X)
+    )
+    got = together.diagnose(texts)
+    assert len(calls) == 1  # one call for the batch's 4 documents (it was one per document)
+    for one, many in zip(expected, got, strict=True):
+        assert [(e.surface, e.rps) for e in one.entities] == [
+            (e.surface, e.rps) for e in many.entities
+        ]  # the same numbers to the bit
+
+
 def test_tau_boundary_is_strict(minilm, ner, diagnoser):
     from argus_ir.diagnose import Diagnoser
 

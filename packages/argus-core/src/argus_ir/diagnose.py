@@ -312,21 +312,38 @@ class Diagnoser:
             found = started.mentions.result()
         if self.names is not None:  # spans the KB names in full, where NER cut or missed them
             found = [self.names.merge(text, ms) for text, ms in zip(read, found, strict=True)]
+        spans = [
+            np.stack([enc.pool_span(m.start, m.end) for m in mentions]) if mentions else None
+            for mentions, enc in zip(found, encoded, strict=True)
+        ]
         out = []
-        for doc_id, mentions, enc in zip(started.ids, found, encoded):
-            if mentions:
-                X = np.stack([enc.pool_span(m.start, m.end) for m in mentions])
-                scores = self.probe.predict(X)
-                if not np.all(np.isfinite(scores)):  # never flag by NaN, never write NaN
-                    raise ArgusInputError(
-                        f"document {doc_id!r}: the probe ({self.probe.card.family}, trained for "
-                        f"{self.probe.card.retriever_id}) predicted a non-finite RPS; its weights "
-                        "are damaged or it was trained on other vectors"
-                    )
-            else:
-                scores = np.empty(0)
+        for doc_id, mentions, enc, scores in zip(
+            started.ids, found, encoded, self._scores(started.ids, spans), strict=True
+        ):
             out.append(Diagnosis(doc_id, self._group(mentions, scores), self.tau, enc.doc_vector))
         return out
+
+    def _scores(self, ids: list[str], spans: list[np.ndarray | None]) -> list[np.ndarray]:
+        """The probe's RPS for each document's span vectors (``None``: no mention). One call for
+        the batch where the probe computes each row apart from the others (trees: the same
+        numbers, and a call costs the same for one row as for hundreds), one per document
+        where a row's result may depend on the others (a matrix product's blocking)."""
+        empty = np.empty(0)
+        if getattr(getattr(self.probe, "model", None), "rows_apart", False):
+            rows = [x for x in spans if x is not None]
+            flat = self.probe.predict(np.concatenate(rows)) if rows else empty
+            parts = iter(np.split(flat, np.cumsum([len(x) for x in rows])[:-1]))
+            scores = [empty if x is None else next(parts) for x in spans]
+        else:
+            scores = [empty if x is None else self.probe.predict(x) for x in spans]
+        for doc_id, got in zip(ids, scores, strict=True):
+            if not np.all(np.isfinite(got)):  # never flag by NaN, never write NaN
+                raise ArgusInputError(
+                    f"document {doc_id!r}: the probe ({self.probe.card.family}, trained for "
+                    f"{self.probe.card.retriever_id}) predicted a non-finite RPS; its weights "
+                    "are damaged or it was trained on other vectors"
+                )
+        return scores
 
     def close(self) -> None:
         """End the thread NER runs in beside the pass (after the NER under way; a batch started

@@ -78,6 +78,10 @@ class ProbeModel(abc.ABC):
     defaults: ClassVar[Mapping[str, Any]]
     files: ClassVar[tuple[str, ...]]
     requires: ClassVar[str | None] = None
+    rows_apart: ClassVar[bool] = False
+    """Whether each row's prediction is computed apart from the other rows of a call, to the
+    bit (trees), so that a caller may put many documents' rows in one call; a matrix product's
+    rows may round differently with the number of rows, so it is not."""
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))

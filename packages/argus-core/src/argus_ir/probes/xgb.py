@@ -132,6 +132,7 @@ class XGBoostProbe(ProbeModel):
     """
 
     family: ClassVar[str] = "xgboost"
+    rows_apart: ClassVar[bool] = True  # each row walks the trees alone
     defaults: ClassVar[Mapping[str, Any]] = {
         "n_estimators": 600,
         "max_depth": 6,
