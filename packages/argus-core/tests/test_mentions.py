@@ -72,6 +72,23 @@ def test_matmul_products_equal_thincs_own_for_every_transpose():
         np.testing.assert_allclose(out, expected, rtol=1e-5)
 
 
+def test_ner_computes_its_products_on_one_blas_thread(spacy_ner, monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    from argus_ir.text.spacy_ops import MatmulOps
+
+    seen = []
+    real = MatmulOps.gemm
+
+    def gemm(self, *args, **kwargs):
+        seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MatmulOps, "gemm", gemm)
+    spacy_ner.extract([TEXT])
+    assert seen and set(seen) == {1}  # OpenBLAS spreads small products over every core
+
+
 def test_ner_under_numpys_matmul_finds_what_spacys_own_ops_find(spacy_ner, shared_data):
     import json
 

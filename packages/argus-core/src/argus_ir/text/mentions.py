@@ -229,8 +229,10 @@ class SpacyMentions:
         out: list[list[Mention]] = []
         # strings spaCy interns for these texts are freed on leaving the zone, so a long stream of
         # new words does not grow the vocabulary (spaCy >= 3.8; the mentions are plain copies)
+        from argus_ir.text.spacy_ops import one_blas_thread
+
         zone = getattr(self.nlp, "memory_zone", contextlib.nullcontext)
-        with zone():
+        with zone(), one_blas_thread():
             docs = self.nlp.pipe(texts, batch_size=self.batch_size)
             for text, doc in zip(texts, _progress(docs, len(texts), show_progress, "NER")):
                 found = (
