@@ -89,6 +89,18 @@ def test_ner_computes_its_products_on_one_blas_thread(spacy_ner, monkeypatch):
     assert seen and set(seen) == {1}  # OpenBLAS spreads small products over every core
 
 
+def test_ner_without_threadpoolctl_still_finds_its_entities(spacy_ner, monkeypatch):
+    import sys
+
+    from argus_ir.text import spacy_ops
+
+    expected = spacy_ner.extract([TEXT])
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # spaCy installed without the extra
+    monkeypatch.setattr(spacy_ops, "_controller", None)
+    assert spacy_ner.extract([TEXT]) == expected
+    assert spacy_ops._controller is False
+
+
 def test_ner_under_numpys_matmul_finds_what_spacys_own_ops_find(spacy_ner, shared_data):
     import json
 
