@@ -223,11 +223,11 @@ def spells(acronym: str, title: str, context: str | None = None) -> bool:
     Ionizing radiation alike, and only the text tells which."""
     if not is_acronym(acronym):
         return False
-    title_words = set(_WORD.findall(fold(_BRACKETS.sub("", title))))
-    if context is not None and not title_words <= _written(context):
+    folded = fold(_BRACKETS.sub("", title))
+    if context is not None and not set(_WORD.findall(folded)) <= _written(context):
         return False
     letters = "".join(c for c in fold(acronym) if c.isalpha())
-    words = _WORD.findall(fold(_BRACKETS.sub("", title)).replace("_", " "))
+    words = _WORD.findall(folded.replace("_", " "))
     return len(words) > 1 and letters in (_initials(title), "".join(w[0] for w in words))
 
 
