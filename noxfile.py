@@ -221,6 +221,7 @@ BENCHMARKS = {
     "trex-lookups": "trex_lookups.py",
     "framework-ingest": "framework_ingest.py",
     "cpu-path": "cpu_path.py",
+    "ner-decoder": "ner_decoder.py",
     "ner-gate": "ner_gate.py",
 }
 

@@ -202,9 +202,11 @@ class SpacyMentions:
         self.processes = processes
         self.apart = apart
         self._workers: Any = None
+        self._greedy: Any = None  # spacy_greedy.GreedyNer, made on first use (False: none)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_workers": None}  # a copy starts its own workers
+        # a copy starts its own workers and makes its own decoder
+        return {**self.__dict__, "_workers": None, "_greedy": None}
 
     def close(self) -> None:
         """End the worker processes (a later call starts them again)."""
@@ -233,15 +235,32 @@ class SpacyMentions:
 
         zone = getattr(self.nlp, "memory_zone", contextlib.nullcontext)
         with zone(), one_blas_thread():
-            docs = self.nlp.pipe(texts, batch_size=self.batch_size)
-            for text, doc in zip(texts, _progress(docs, len(texts), show_progress, "NER")):
-                found = (
-                    _mention(text, ent.start_char, ent.end_char, ent.label_)
-                    for ent in doc.ents
-                    if ent.label_ in self.labels
+            spans = _progress(self._spans(texts), len(texts), show_progress, "NER")
+            for text, found in zip(texts, spans, strict=True):
+                kept = (
+                    _mention(text, a, b, label) for a, b, label in found if label in self.labels
                 )
-                out.append([m for m in found if m is not None])
+                out.append([m for m in kept if m is not None])
         return out
+
+    def _spans(self, texts: list[str]) -> Iterator[list[tuple[int, int, str]]]:
+        """Each text's entities as character spans with their labels, in order."""
+        if self._greedy is None:
+            from argus_ir.text.spacy_greedy import GreedyNer
+
+            self._greedy = GreedyNer.of(self.nlp) or False
+        if not self._greedy:  # a pipeline the NumPy decoder does not know: spaCy's own loop
+            for doc in self.nlp.pipe(texts, batch_size=self.batch_size):
+                yield [(e.start_char, e.end_char, e.label_) for e in doc.ents]
+            return
+        for i in range(0, len(texts), self.batch_size):
+            docs = [self.nlp.make_doc(text) for text in texts[i : i + self.batch_size]]
+            for doc, ents in zip(docs, self._greedy.entities(docs), strict=True):
+                if not ents:
+                    yield []
+                    continue
+                where = doc.to_array(["IDX", "LENGTH"]).tolist()
+                yield [(where[a][0], sum(where[b - 1]), x) for a, b, x in ents]
 
     def _extract_shared(self, texts: list[str]) -> list[list[Mention]] | None:
         """This process reads the first of ``processes`` runs of the texts, the workers the rest.
