@@ -3,6 +3,8 @@ built locally (random weights, real tokenizer and pipeline) for the offset and g
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from argus_ir.errors import ArgusInputError
@@ -182,6 +184,20 @@ def test_ner_in_worker_processes_gives_the_same_mentions_in_order(spacy_ner, two
     assert two_workers._workers is None
     with pytest.raises(ArgusInputError, match="processes"):
         SpacyMentions(processes=0)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_workers_keep_freed_memory_for_the_next_batch(two_workers, monkeypatch):
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")  # a user's own setting wins
+    two_workers.extract(MEETINGS)
+    (proc,) = two_workers._workers._procs
+    env = dict(
+        item.split("=", 1)
+        for item in Path(f"/proc/{proc.pid}/environ").read_text().split("\0")
+        if "=" in item
+    )
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(64 << 20)
+    assert env["MALLOC_TRIM_THRESHOLD_"] == "12345"
 
 
 def test_ner_apart_reads_every_long_call_in_the_workers(spacy_ner):
