@@ -186,6 +186,21 @@ def test_ner_in_worker_processes_gives_the_same_mentions_in_order(spacy_ner, two
         SpacyMentions(processes=0)
 
 
+def test_a_held_memory_zone_frees_new_words_when_renewed_and_a_call_zone_after_the_call():
+    texts = ["Zorblaxian envoys met Quintrelle Vask in Ombrevale."] * 3
+    per_call = SpacyMentions()
+    expected = per_call.extract(texts)
+    assert "Zorblaxian" not in per_call.nlp.vocab.strings  # freed when the call's zone closed
+    held = SpacyMentions(zone_texts=5)
+    assert held.extract(texts) == expected
+    assert "Zorblaxian" in held.nlp.vocab.strings  # kept for the zone's next calls
+    assert held.extract(texts) == expected  # 6 texts > 5: a fresh zone, the old one's words freed
+    assert held._zone._count == 3
+    held.close()
+    assert "Zorblaxian" not in held.nlp.vocab.strings
+    assert held.extract(texts) == expected  # a call after close() opens a zone again
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
 def test_workers_keep_freed_memory_for_the_next_batch(two_workers, monkeypatch):
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")  # a user's own setting wins

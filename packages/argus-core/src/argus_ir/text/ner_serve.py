@@ -20,9 +20,10 @@ def serve(model: str, labels: list[str], batch_size: int) -> None:
     protocol = sys.stdout
     sys.stdout = sys.stderr  # anything else printed must not reach the protocol
     try:
-        from argus_ir.text.mentions import SpacyMentions
+        from argus_ir.text.mentions import ZONE_TEXTS, SpacyMentions
 
-        ner = SpacyMentions(model, labels=labels, batch_size=batch_size)
+        # nothing else uses this pipeline, so one memory zone may span many calls
+        ner = SpacyMentions(model, labels=labels, batch_size=batch_size, zone_texts=ZONE_TEXTS)
     except Exception as exc:  # told to the parent, which raises it
         protocol.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
         protocol.flush()

@@ -27,12 +27,12 @@ in the tests.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["GreedyNer"]
+__all__ = ["GreedyNer", "entity_spans"]
 
 _ACTIONS = "BILU"  # then "O"; spaCy's BiluoPushDown has no other moves at prediction time
 _ENCODE_TOKENS = 4096
@@ -196,6 +196,25 @@ class GreedyNer:
             rows = self._lower.predict(self._tok2vec.predict(run))  # (1 + tokens, F, O, P)
             parts.append(rows if i == 0 else rows[1:])
         return np.ascontiguousarray(np.concatenate(parts).transpose(0, 1, 3, 2))
+
+
+def entity_spans(
+    nlp: Any, greedy: GreedyNer | None, texts: Sequence[str], batch_size: int
+) -> Iterator[list[tuple[int, int, str]]]:
+    """Each text's entities as ``(first character, one past the last, label)``, in order: by
+    ``greedy`` in batches of ``batch_size`` texts, or (``None``) by ``nlp.pipe``."""
+    if greedy is None:
+        for doc in nlp.pipe(texts, batch_size=batch_size):
+            yield [(e.start_char, e.end_char, e.label_) for e in doc.ents]
+        return
+    for i in range(0, len(texts), batch_size):
+        docs = [nlp.make_doc(text) for text in texts[i : i + batch_size]]
+        for doc, ents in zip(docs, greedy.entities(docs), strict=True):
+            if not ents:
+                yield []
+                continue
+            where = doc.to_array(["IDX", "LENGTH"]).tolist()
+            yield [(where[a][0], sum(where[b - 1]), label) for a, b, label in ents]
 
 
 def _blis_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:

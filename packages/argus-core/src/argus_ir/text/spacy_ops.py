@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from thinc.api import NumpyOps
 
-__all__ = ["MatmulOps", "one_blas_thread", "use_matmul"]
+__all__ = ["MatmulOps", "MemoryZone", "one_blas_thread", "use_matmul"]
 
 _controller: Any = None
 
@@ -74,3 +74,46 @@ def one_blas_thread() -> Iterator[None]:
         return
     with _controller.limit(limits=1, user_api="blas"):
         yield
+
+
+class MemoryZone:
+    """spaCy's memory zone around NER calls (spaCy >= 3.8; a no-op before).
+
+    The strings spaCy interns for a zone's texts are freed when it closes, so a long stream of new
+    words does not grow the vocabulary. ``texts`` 0 gives each call a zone of its own (a caller
+    that also uses the pipeline itself keeps its Docs valid after the call); otherwise one zone
+    stays open across calls and is renewed every ``texts`` texts, so the words it has seen stay
+    known to later calls instead of being interned again in each (NER of 64-text calls about a
+    sixth cheaper).
+
+    Args:
+        nlp: The spaCy pipeline.
+        texts: Texts one zone spans across calls (0: one zone per call).
+    """
+
+    def __init__(self, nlp: Any, texts: int = 0) -> None:
+        self._make = getattr(nlp, "memory_zone", None)
+        self.texts = texts
+        self._open: contextlib.ExitStack | None = None
+        self._count = 0
+
+    def enter(self, count: int) -> contextlib.AbstractContextManager[Any]:
+        """The zone for a call of ``count`` texts (enter it with ``with``)."""
+        if self._make is None:
+            return contextlib.nullcontext()
+        if not self.texts:
+            return self._make()
+        if self._open is not None and self._count + count > self.texts:
+            self.close()
+        if self._open is None:
+            self._open = contextlib.ExitStack()
+            self._open.enter_context(self._make())
+            self._count = 0
+        self._count += count
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        """Close a zone kept open across calls (its strings are freed)."""
+        if self._open is not None:
+            self._open.close()
+            self._open = None
