@@ -237,7 +237,8 @@ def test_ner_processes_follow_the_device(monkeypatch):
 
     before = torch.get_num_threads()
     try:
-        for threads, processes in ((1, 1), (2, 2), (12, 8)):  # at most 8 copies of spaCy
+        # one NER process per 8 torch threads, at most 8 copies of spaCy
+        for threads, processes in ((1, 1), (2, 1), (8, 1), (9, 2), (16, 2), (17, 3), (96, 8)):
             torch.set_num_threads(threads)
             assert ner_processes("cpu") == processes
     finally:
@@ -253,13 +254,14 @@ def test_ner_processes_follow_the_device(monkeypatch):
     assert module.ner_apart("cuda:0") and not module.ner_apart("cpu")
 
 
-def test_argus_runs_ner_in_one_worker_per_cpu_thread():
+def test_argus_runs_ner_in_one_process_per_eight_cpu_threads():
     torch = pytest.importorskip("torch")
     from argus_ir import Argus
 
     diagnoser = Argus(device="cpu").diagnoser
-    assert diagnoser.mentions.processes == min(torch.get_num_threads(), 8)
-    assert diagnoser._ner_ahead(256) is (torch.get_num_threads() > 1)
+    threads = torch.get_num_threads()
+    assert diagnoser.mentions.processes == min(-(-threads // 8), 8)
+    assert diagnoser._ner_ahead(256) is (threads > 8)  # else NER in a thread beside the pass
     assert not diagnoser._ner_ahead(1)  # the first record's lone document: read here
 
 

@@ -27,6 +27,7 @@ from argus_ir.text.names import NameMatcher
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "MAX_NER_PROCESSES",
+    "TORCH_THREADS_PER_NER",
     "Diagnoser",
     "Diagnosis",
     "EntityRisk",
@@ -134,6 +135,13 @@ MAX_NER_PROCESSES = 8
 """The most processes NER is split over by default (each holds its own spaCy pipeline, about
 330 MB)."""
 
+TORCH_THREADS_PER_NER = 8
+"""On a CPU, one NER process by default for every this many threads torch computes with. NER
+(spaCy's small pipeline, its loop in NumPy) costs about a fifteenth of MiniLM's pass in CPU time on
+SciFact, so one thread beside the pass keeps up with it up to about fifteen threads; on two cores a
+second NER process only took cores from the pass (1,000 documents: SciFact 47.7-49.0 s against
+50.9-51.1 s with two, entity lists 37.4-37.6 s against 37.8-38.1 s)."""
+
 
 def _cores() -> int:
     """The cores this process may run on."""
@@ -146,9 +154,10 @@ def _cores() -> int:
 def ner_processes(device: str) -> int:
     """Processes NER runs in by default for a retriever on ``device``.
 
-    On a CPU: one per thread torch computes with, at most :data:`MAX_NER_PROCESSES`; NER then
-    runs ahead of the retriever's pass on the same cores, this process taking a share (see
-    :class:`Diagnoser`). On a GPU: worker processes over the cores this process does not need to
+    On a CPU: one per :data:`TORCH_THREADS_PER_NER` threads torch computes with (one up to eight
+    threads), at most :data:`MAX_NER_PROCESSES`. One process reads NER in a thread beside the
+    retriever's pass; more split each batch's NER between this process and workers, ahead of
+    the pass on the same cores (see :class:`Diagnoser`). On a GPU: worker processes over the cores this process does not need to
     feed the card (all but one), at most :data:`MAX_NER_PROCESSES`; NER then runs apart from the
     pass, a batch ahead of it.
     """
@@ -156,7 +165,8 @@ def ner_processes(device: str) -> int:
         return max(1, min(_cores() - 1, MAX_NER_PROCESSES))
     import torch
 
-    return max(1, min(torch.get_num_threads(), MAX_NER_PROCESSES))
+    threads = torch.get_num_threads()
+    return max(1, min(-(-threads // TORCH_THREADS_PER_NER), MAX_NER_PROCESSES))
 
 
 def ner_apart(device: str) -> bool:
@@ -298,9 +308,10 @@ class Diagnoser:
             first_window=started.window_only,
         )
         if started.mentions is None:
-            # NER split over this process and workers, one per thread torch uses, and then the
-            # retriever's pass on the same cores: neither waits on a thread the other displaced
-            # (on two cores, 1,000 entity-list documents: 14-15 s against 18-19 s beside)
+            # NER split over this process and workers, and then the retriever's pass on the same
+            # cores: neither waits on a thread the other displaced (worth it where NER is a large
+            # share of the pass, as spaCy's own loop was: 1,000 entity-list documents on two cores,
+            # 14-15 s against 18-19 s beside; TORCH_THREADS_PER_NER says when that is now)
             found = self.mentions.extract(read, show_progress=started.show_progress)
             encoded = list(encode(texts))
         else:

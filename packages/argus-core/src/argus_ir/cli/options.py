@@ -244,7 +244,7 @@ def probe_options(p: argparse.ArgumentParser) -> None:
         "--ner-processes",
         type=positive_int,
         default=None,
-        help="processes NER runs in (default: on a CPU one per torch thread, at most 8; on a "
+        help="processes NER runs in (default: on a CPU one per 8 torch threads, at most 8; on a "
         "GPU all cores but one, at most 8, NER a batch ahead of the retriever's pass)",
     )
     precision_option(p)
