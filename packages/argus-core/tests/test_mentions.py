@@ -199,6 +199,8 @@ def test_a_held_memory_zone_frees_new_words_when_renewed_and_a_call_zone_after_t
     held.close()
     assert "Zorblaxian" not in held.nlp.vocab.strings
     assert held.extract(texts) == expected  # a call after close() opens a zone again
+    with pytest.raises(ArgusInputError, match="zone_texts"):
+        SpacyMentions(zone_texts=-1)
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")

