@@ -3,7 +3,8 @@
 For each corpus, every document's text (whole, not only the retriever's window, so that long texts
 are checked too) goes through the shipped NER twice in this process, both under the ops argus
 sets (NumPy's matmul on one BLAS thread): once by ``nlp.pipe`` (spaCy's transition loop), once by
-:class:`argus_ir.text.spacy_greedy.GreedyNer` (what ``SpacyMentions`` runs). Reported: documents,
+:class:`argus_ir.text.spacy_greedy.GreedyNer` (what ``SpacyMentions`` runs), both through
+``spacy_greedy.entity_spans``, the function ``SpacyMentions`` reads them with. Reported: documents,
 entities, documents whose entities differ in any span or label, and the CPU seconds of each
 (``time.process_time``, after a warm-up on the first 50 texts).
 
@@ -23,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 
 def compare(texts: list[str], batch_size: int = 64) -> dict:
     from argus_ir.text.mentions import SpacyMentions
-    from argus_ir.text.spacy_greedy import GreedyNer
+    from argus_ir.text.spacy_greedy import GreedyNer, entity_spans
     from argus_ir.text.spacy_ops import one_blas_thread
 
     ner = SpacyMentions(batch_size=batch_size)
@@ -33,16 +34,10 @@ def compare(texts: list[str], batch_size: int = 64) -> dict:
         raise SystemExit(f"the NumPy decoder does not know this pipeline: {nlp.pipe_names}")
 
     def spacy_loop(texts: list[str]) -> list[list[tuple[int, int, str]]]:
-        docs = nlp.pipe(texts, batch_size=batch_size)
-        return [[(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in docs]
+        return list(entity_spans(nlp, None, texts, batch_size))
 
     def numpy_loop(texts: list[str]) -> list[list[tuple[int, int, str]]]:
-        out = []
-        for i in range(0, len(texts), batch_size):
-            docs = [nlp.make_doc(text) for text in texts[i : i + batch_size]]
-            for doc, ents in zip(docs, greedy.entities(docs), strict=True):
-                out.append([(doc[a].idx, doc[b - 1].idx + len(doc[b - 1]), x) for a, b, x in ents])
-        return out
+        return list(entity_spans(nlp, greedy, texts, batch_size))
 
     row = {"documents": len(texts)}
     found = {}

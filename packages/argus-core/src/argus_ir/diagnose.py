@@ -157,9 +157,9 @@ def ner_processes(device: str) -> int:
     On a CPU: one per :data:`TORCH_THREADS_PER_NER` threads torch computes with (one up to eight
     threads), at most :data:`MAX_NER_PROCESSES`. One process reads NER in a thread beside the
     retriever's pass; more split each batch's NER between this process and workers, ahead of
-    the pass on the same cores (see :class:`Diagnoser`). On a GPU: worker processes over the cores this process does not need to
-    feed the card (all but one), at most :data:`MAX_NER_PROCESSES`; NER then runs apart from the
-    pass, a batch ahead of it.
+    the pass on the same cores (see :class:`Diagnoser`). On a GPU: worker processes over the
+    cores this process does not need to feed the card (all but one), at most
+    :data:`MAX_NER_PROCESSES`; NER then runs apart from the pass, a batch ahead of it.
     """
     if not _on_cpu(device):
         return max(1, min(_cores() - 1, MAX_NER_PROCESSES))
