@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from argus_ir.encoder.tokens import backend_json
 from argus_ir.errors import ArgusInputError, ProbeMismatchError
 from argus_ir.probes import load_shipped_probe
 
@@ -335,6 +338,100 @@ def test_ner_apart_works_a_batch_ahead_of_the_pass_and_says_the_same(
     cpu = Argus(batch_size=64)
     cpu._loaded["encoder"], cpu._loaded["diagnoser"] = minilm, diagnoser
     assert views == [(v.id, v.text, v.metadata) for v in cpu.augment(CORPUS)]
+
+
+class _CountingTokenizer:
+    """The encoder's tokenizer, counting the texts this process tokenises (in lists: a single
+    string is the encoder finding its special tokens)."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, 0
+
+    def __call__(self, texts, *args, **kwargs):
+        self.texts += len(texts) if isinstance(texts, list) else 0
+        return self.inner(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("remedy", ["descriptor", "expansion"])
+def test_ner_apart_leaves_the_tokens_to_its_workers(diagnoser, minilm, monkeypatch, remedy):
+    """Issue 60: the process that feeds a GPU spent half its CPU tokenising; NER's workers now
+    tokenise what they read and this process only the batches they do not take (and one text
+    to check theirs), with the same views: cut at the first window (the descriptor) or not."""
+    from argus_ir import Argus
+
+    argus, workers = _apart(minilm, diagnoser)
+    argus.remedy = remedy
+    counting = _CountingTokenizer(minilm.tokenizer)
+    monkeypatch.setattr(minilm, "_token_memo", None, raising=False)  # nothing remembered
+    minilm.__dict__.pop("_token_memo")
+    monkeypatch.setattr(minilm, "tokenizer", counting)
+    try:
+        views = [(v.id, v.text, v.metadata) for v in argus.augment(CORPUS)]
+        assert argus.diagnoser._worker_tokens.agree is True
+    finally:
+        workers.close()
+    monkeypatch.undo()
+    # of 200 documents: the first batch's one and the last batch's seven (too few for the
+    # workers), and one text of the first batch the workers tokenised, to compare with theirs
+    assert counting.texts == 1 + 1 + 7
+    cpu = Argus(batch_size=64, remedy=remedy)
+    cpu._loaded["encoder"], cpu._loaded["diagnoser"] = minilm, diagnoser
+    assert views == [(v.id, v.text, v.metadata) for v in cpu.augment(CORPUS)]
+
+
+def test_workers_that_tokenise_otherwise_are_noticed(diagnoser, minilm, caplog):
+    """Workers whose tokenizer is not the encoder's (here: one that keeps the case) are caught
+    on the first batch they answer; this process tokenises from then on, with the same views."""
+    from argus_ir import Argus
+
+    argus, workers = _apart(minilm, diagnoser)
+    other = json.loads(backend_json(minilm.tokenizer))
+    assert other["normalizer"]["lowercase"] is True
+    other["normalizer"]["lowercase"] = False
+    argus.diagnoser._worker_tokens._json = json.dumps(other)
+    # no two batches alike: the batch started before the first answer was checked must not
+    # take the workers' tokens either
+    corpus = [{**doc, "text": f"{doc['text']} Note {i}."} for i, doc in enumerate(CORPUS)]
+    try:
+        with caplog.at_level("WARNING", logger="argus_ir.worker_tokens"):
+            views = [(v.id, v.text, v.metadata) for v in argus.augment(corpus)]
+        assert argus.diagnoser._worker_tokens.agree is False
+        assert argus.diagnoser._worker_tokens.tokenizer(64) is None  # never asked again
+    finally:
+        workers.close()
+    assert "tokenise for 'sentence-transformers/all-MiniLM-L6-v2' otherwise" in caplog.text
+    cpu = Argus(batch_size=64)
+    cpu._loaded["encoder"], cpu._loaded["diagnoser"] = minilm, diagnoser
+    assert views == [(v.id, v.text, v.metadata) for v in cpu.augment(corpus)]
+
+
+def test_ner_apart_goes_on_here_when_its_workers_die(diagnoser, minilm):
+    """Workers that die while they tokenise and read a batch are reported; the batch is
+    tokenised and read in this process, with the diagnoses it would have had."""
+    from argus_ir.diagnose import Diagnoser
+    from argus_ir.text.mentions import SpacyMentions
+
+    texts = [doc["text"] for doc in CORPUS[:80]]
+    workers = SpacyMentions(processes=1, apart=True)
+    apart = Diagnoser(minilm, diagnoser.probe, workers, ner_apart=True)
+    try:
+        first = apart.diagnose(texts, window_only=True)
+        for proc in workers._workers._procs:
+            proc.kill()
+            proc.wait()
+        with pytest.warns(RuntimeWarning, match="NER in 1 worker process failed"):
+            again = apart.diagnose(texts, window_only=True)
+    finally:
+        apart.close()
+    alone = diagnoser.diagnose(texts, window_only=True)
+    for a, b, c in zip(alone, first, again, strict=True):
+        assert a.entities == b.entities == c.entities
+        assert np.array_equal(a.doc_vector, b.doc_vector) and np.array_equal(
+            a.doc_vector, c.doc_vector
+        )
 
 
 def test_an_input_error_met_reading_ahead_comes_after_the_batch_before(diagnoser, minilm):

@@ -23,6 +23,7 @@ from argus_ir.probes.artifact import TrainedProbe
 from argus_ir.text.grounding import normalize
 from argus_ir.text.mentions import Mention, MentionExtractor
 from argus_ir.text.names import NameMatcher
+from argus_ir.worker_tokens import WorkerTokens
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -223,6 +224,8 @@ class Diagnoser:
         self.ner_runs_apart = ner_apart
         self.names = names
         self._ner_thread: ThreadPoolExecutor | None = None
+        # where NER runs apart, its workers also tokenise for the pass
+        self._worker_tokens = WorkerTokens(encoder, mentions) if ner_apart else None
 
     def diagnose(
         self,
@@ -284,6 +287,18 @@ class Diagnoser:
                     f"document {doc_id!r}: text is {type(text).__name__}, not str"
                 )
         texts = [readable_text(t) for t in texts]
+        tokens = self._worker_tokens
+        tokenizer = None if tokens is None else tokens.tokenizer(len(texts))
+        if tokenizer is not None:  # the workers tokenise, cut the texts and find their mentions
+            started = StartedDiagnosis(self, ids, texts, texts, show_progress, window_only)
+            width = self.encoder.first_window_width if window_only else None
+            started.tokenized = self._thread().submit(
+                self.mentions.tokenized,  # type: ignore[attr-defined]
+                texts,
+                tokenizer,
+                width,
+            )
+            return started
         read = texts  # what NER reads: with window_only, each text up to its window's last word
         if window_only:
             read = [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
@@ -293,26 +308,47 @@ class Diagnoser:
             # worker processes) while torch runs here (torch releases the GIL), which hides NER's
             # time behind the encoder's, or the encoder's behind NER's where the retriever runs
             # on a GPU. One thread for every call, so NER reads batches in the order started.
-            if self._ner_thread is None:
-                self._ner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner")
-            started.mentions = self._ner_thread.submit(
+            started.mentions = self._thread().submit(
                 self.mentions.extract, read, show_progress=show_progress
             )
         return started
 
+    def _thread(self) -> ThreadPoolExecutor:
+        if self._ner_thread is None:
+            self._ner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-ner")
+        return self._ner_thread
+
+    def _from_workers(self, started: StartedDiagnosis) -> list[list[Mention]]:
+        """The mentions of a batch whose NER workers also tokenised it, what NER read set
+        (:mod:`argus_ir.worker_tokens`); where they failed or tokenise otherwise, the batch is
+        tokenised and read here."""
+        assert started.tokenized is not None and self._worker_tokens is not None
+        texts = started.texts
+        taken = self._worker_tokens.take(texts, started.tokenized.result())
+        if taken is not None:
+            found, started.read = taken
+            return found
+        if started.window_only:
+            ends = self.encoder.window_ends(texts)
+            started.read = [t[:end] for t, end in zip(texts, ends, strict=True)]
+        return self.mentions.extract(started.read, show_progress=started.show_progress)
+
     def _finish(self, started: StartedDiagnosis) -> list[Diagnosis]:
-        texts, read = started.texts, started.read
         encode = partial(
             self.encoder.encode,
             show_progress=started.show_progress,
             first_window=started.window_only,
         )
-        if started.mentions is None:
+        texts = started.texts
+        if started.tokenized is not None:  # the workers' tokens first: the pass reads them
+            found = self._from_workers(started)
+            encoded = list(encode(texts))
+        elif started.mentions is None:
             # NER split over this process and workers, and then the retriever's pass on the same
             # cores: neither waits on a thread the other displaced (worth it where NER is a large
             # share of the pass, as spaCy's own loop was: 1,000 entity-list documents on two cores,
             # 14-15 s against 18-19 s beside; TORCH_THREADS_PER_NER says when that is now)
-            found = self.mentions.extract(read, show_progress=started.show_progress)
+            found = self.mentions.extract(started.read, show_progress=started.show_progress)
             encoded = list(encode(texts))
         else:
             try:
@@ -321,6 +357,7 @@ class Diagnoser:
                 started.cancel()  # NER's own outcome is of no use now; the pass's error is
                 raise
             found = started.mentions.result()
+        read = started.read
         if self.names is not None:  # spans the KB names in full, where NER cut or missed them
             found = [self.names.merge(text, ms) for text, ms in zip(read, found, strict=True)]
         spans = [
@@ -422,6 +459,9 @@ class StartedDiagnosis:
         self.show_progress = show_progress
         self.window_only = window_only
         self.mentions: Future[list[list[Mention]]] | None = None
+        # NER's workers also tokenising: what SpacyMentions.tokenized answers
+        self.tokenized: Future[tuple[list[list[Mention]], list[int], list[str]] | None] | None
+        self.tokenized = None
 
     def finish(self) -> list[Diagnosis]:
         """The diagnoses, in input order (runs the pass and the probe; raises what NER raised)."""
@@ -429,5 +469,6 @@ class StartedDiagnosis:
 
     def cancel(self) -> None:
         """Wait for its NER and drop the answer (a caller that will not finish it)."""
-        if self.mentions is not None and not self.mentions.cancel():
-            self.mentions.exception()  # waits for it; what it raised is of no use now
+        for future in (self.mentions, self.tokenized):
+            if future is not None and not future.cancel():
+                future.exception()  # waits for it; what it raised is of no use now

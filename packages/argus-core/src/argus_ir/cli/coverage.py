@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     """Stratify, score and write the coverage report into ``--out``."""
     from argus_ir.coverage import audit_coverage, coverage_markdown, write_coverage_report
     from argus_ir.eval import load_beir, subsample
-    from argus_ir.text.mentions import LLMMentions, SpacyMentions
+    from argus_ir.text.llm_mentions import LLMMentions
+    from argus_ir.text.mentions import SpacyMentions
 
     data = subsample(
         load_beir(args.dataset, args.split),

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from argus_ir.encoder.tokens import Tokens, first_window_end
 from argus_ir.encoder.windows import Window, assign_tokens, plan_windows
 from argus_ir.errors import ArgusInputError
 
@@ -283,16 +284,29 @@ class TokenEncoder:
         if not texts:
             return []
         width = self._width
-        ends = []
-        for text, (_, offsets) in zip(texts, self._tokens(texts), strict=True):
-            if len(offsets) <= width:
-                ends.append(len(text))
-                continue
-            cut = int(offsets[width, 0])
-            while 0 < cut < len(text) and text[cut - 1].isalnum() and text[cut].isalnum():
-                cut -= 1
-            ends.append(cut)
-        return ends
+        tokens = self._tokens(texts)
+        return [first_window_end(t, o, width) for t, (_, o) in zip(texts, tokens, strict=True)]
+
+    @property
+    def first_window_width(self) -> int:
+        """Content tokens of a window (the model's limit less its special tokens)."""
+        return self._width
+
+    def same_tokens(self, text: str, tokens: Tokens) -> bool:
+        """Whether ``tokens`` are the ids and offsets this encoder's tokenizer gives ``text``."""
+        ids, offsets = self._tokens([text])[0]
+        return list(tokens[0]) == ids and np.array_equal(tokens[1], offsets)
+
+    def remember_tokens(self, texts: Sequence[str], tokens: Sequence[Tokens]) -> None:
+        """Take ``texts``' tokens computed elsewhere (:mod:`argus_ir.encoder.tokens`: a worker
+        with this tokenizer), kept as :meth:`_tokens` keeps its own: a later call with these
+        texts does not tokenise them again."""
+        if len(tokens) != len(texts):
+            raise ValueError(f"{len(tokens)} tokenised texts for {len(texts)} texts")
+        memo = self.__dict__.setdefault("_token_memo", OrderedDict())
+        memo[tuple(texts)] = list(tokens)
+        while len(memo) > TOKEN_MEMO:
+            memo.popitem(last=False)
 
     def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         """Document vectors only, ``(len(texts), dim)``."""
@@ -361,11 +375,11 @@ class TokenEncoder:
             )
         return out
 
-    def _tokens(self, texts: Sequence[str]) -> list[tuple[list[int], np.ndarray]]:
+    def _tokens(self, texts: Sequence[str]) -> list[Tokens]:
         """Each text's content-token ids and ``(n, 2)`` character offsets (no special tokens, no
         truncation), kept for the last :data:`TOKEN_MEMO` batches."""
         key = tuple(texts)
-        memo: OrderedDict[tuple[str, ...], list[tuple[list[int], np.ndarray]]]
+        memo: OrderedDict[tuple[str, ...], list[Tokens]]
         memo = self.__dict__.setdefault("_token_memo", OrderedDict())
         if key in memo:
             memo.move_to_end(key)

@@ -7,8 +7,9 @@ Three backends behind one call, ``extract(texts) -> list[list[Mention]]``:
   (``tok2vec``/``transformer`` and ``ner``); texts go through ``nlp.pipe`` in batches.
 - :class:`TransformersMentions` (extra ``[transformers]``): a token-classification model such as
   ``dslim/bert-base-NER`` (a local folder or hub id), with word pieces grouped into entities.
-- :class:`LLMMentions`: any LLM backend (:mod:`argus_ir.llm`) lists the names in a text; only
-  names found in the text become mentions, so a made-up name never does.
+- :class:`~argus_ir.text.llm_mentions.LLMMentions` (:mod:`argus_ir.text.llm_mentions`): any LLM
+  backend (:mod:`argus_ir.llm`) lists the names in a text; only names found in the text become
+  mentions, so a made-up name never does.
 
 Which entity types count is configurable. The defaults follow the paper's NER, which tags persons,
 organisations, locations and miscellaneous names; dates, times, numbers, amounts and ordinals are
@@ -23,23 +24,23 @@ form the KB is searched with, is the name itself.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 import warnings
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from argus_ir._optional import require
 from argus_ir.errors import ArgusInputError
+
+if TYPE_CHECKING:
+    from argus_ir.text.ner_workers import Answer
 
 __all__ = [
     "DEFAULT_CONLL_LABELS",
     "DEFAULT_SPACY_LABELS",
     "DEFAULT_SPACY_MODEL",
     "WORKER_MIN_TEXTS",
-    "LLMMentions",
     "Mention",
     "MentionExtractor",
     "SpacyMentions",
@@ -235,14 +236,43 @@ class SpacyMentions:
         """Whether a call with ``count`` texts runs in the worker processes."""
         return (self.apart or self.processes > 1) and count >= WORKER_MIN_TEXTS
 
+    def tokenizes(self, count: int) -> bool:
+        """Whether :meth:`tokenized` takes a call with ``count`` texts to the worker processes."""
+        return self.apart and self.in_workers(count)
+
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty or whitespace-only texts)."""
         checked = _check_texts(texts)
         if self.in_workers(len(checked)):
             shared = self._extract_shared(checked)
             if shared is not None:
-                return list(_progress(shared, len(checked), show_progress, "NER"))
+                return list(_progress(shared[0], len(checked), show_progress, "NER"))
         return self._extract_here(checked, show_progress)
+
+    def tokenized(
+        self, texts: Sequence[str], tokenizer: str, width: int | None
+    ) -> tuple[list[list[Mention]], list[int], list[str]] | None:
+        """:meth:`extract` in the worker processes alone, which also tokenise the texts with a
+        retriever's ``tokenizer`` (:func:`~argus_ir.encoder.tokens.backend_json`'s text) and
+        read each only up to its first window of ``width`` tokens (``None``: all of it): the
+        mentions, where each text's reading stopped, and each text's packed tokens
+        (:func:`~argus_ir.encoder.tokens.unpack`). For a process that feeds a GPU, which then
+        tokenises nothing itself.
+
+        ``None`` where the workers do not read this call: not ``apart``, fewer texts than
+        :data:`WORKER_MIN_TEXTS`, or the workers failed (reported as :meth:`extract` reports it).
+        """
+        checked = _check_texts(texts)
+        if not self.tokenizes(len(checked)):
+            return None
+        if self._workers is not None and self._workers.tokenizer != tokenizer:
+            self._workers.close()  # started without this tokenizer: once, for the first such call
+            self._workers = None
+        shared = self._extract_shared(checked, (tokenizer, width))
+        if shared is None:
+            return None
+        found, answers = shared
+        return found, [int(end) for _, end, _ in answers], [str(t) for _, _, t in answers]
 
     def _extract_here(self, texts: list[str], show_progress: bool = False) -> list[list[Mention]]:
         from argus_ir.text.spacy_greedy import GreedyNer, entity_spans
@@ -261,8 +291,13 @@ class SpacyMentions:
                 out.append([m for m in kept if m is not None])
         return out
 
-    def _extract_shared(self, texts: list[str]) -> list[list[Mention]] | None:
-        """This process reads the first of ``processes`` runs of the texts, the workers the rest.
+    def _extract_shared(
+        self, texts: list[str], tokenize: tuple[str, int | None] | None = None
+    ) -> tuple[list[list[Mention]], list[Answer]] | None:
+        """This process reads the first of ``processes`` runs of the texts, the workers the rest
+        (``apart``: the workers all of them). The mentions, and the workers' answers for the texts
+        they read (with ``tokenize``, ``(tokenizer, width)`` as :meth:`tokenized` has them, their
+        tokens too).
 
         None: the texts are read here instead, after a text a worker could not read (this
         process then raises what spaCy raises) or, reported, after the workers failed for good.
@@ -273,12 +308,14 @@ class SpacyMentions:
         runs = split_by_length(texts, self.processes)
         mine = (0, 0) if self.apart else runs[0]  # the run this process reads
         sent = runs if self.apart else runs[1:]
+        tokenizer, width = tokenize or (None, None)
         try:
             if self._workers is None:
                 self._workers = NerWorkers(
-                    self.model, sorted(self.labels), self.batch_size, n_workers
+                    self.model, sorted(self.labels), self.batch_size, n_workers, tokenizer
                 )
-            self._workers.send([texts[start:end] for start, end in sent])
+            chunks = [texts[start:end] for start, end in sent]
+            self._workers.send(chunks, tokenize=tokenize is not None, width=width)
             try:
                 here = self._extract_here(texts[mine[0] : mine[1]])
             finally:
@@ -297,9 +334,9 @@ class SpacyMentions:
             return None
         far = [
             [Mention(start, end, text[start:end], label) for start, end, label in ents]
-            for text, ents in zip(texts[mine[1] :], apart, strict=True)
+            for text, (ents, _, _) in zip(texts[mine[1] :], apart, strict=True)
         ]
-        return here + far
+        return here + far, apart
 
 
 class TransformersMentions:
@@ -339,6 +376,10 @@ class TransformersMentions:
         self.labels = frozenset(DEFAULT_CONLL_LABELS if labels is None else labels)
         self.batch_size = batch_size
 
+    def tokenizes(self, count: int) -> bool:
+        """Whether :meth:`tokenized` takes a call with ``count`` texts to the worker processes."""
+        return self.apart and self.in_workers(count)
+
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty or whitespace-only texts)."""
         checked = _check_texts(texts)
@@ -361,132 +402,9 @@ class TransformersMentions:
         return out
 
 
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]+|\d+[.)]|[a-z][.)])\s+", re.I)
-_TRAILING_NOTE = re.compile(r"\s*[(\[][^()\[\]]*[)\]]\s*$")
+def __getattr__(name: str) -> Any:
+    if name == "LLMMentions":  # moved to argus_ir.text.llm_mentions; kept at its old path
+        from argus_ir.text.llm_mentions import LLMMentions
 
-
-def _strip_name(name: str) -> str:
-    return name.strip().strip("\"'`*.;").strip()
-
-
-def _variants(name: str) -> list[str]:
-    """Ways a listed name may be written, most literal first: as is, without a trailing
-    "(type)", after a leading "Type:"."""
-    out = [name, _strip_name(_TRAILING_NOTE.sub("", name))]
-    head, colon, tail = name.partition(":")
-    if colon and tail.strip() and len(head.split()) <= 2:
-        out.append(_strip_name(tail))
-    return [v for v in dict.fromkeys(out) if v]
-
-
-class LLMMentions:
-    """Named things that an LLM lists for each text, grounded in the text.
-
-    The LLM gets the ``entities-v1`` prompt and answers with one name per line. Each name is
-    looked up in the text (case-insensitive, whole words); every occurrence of a name found there
-    becomes a :class:`Mention` labelled ``"LLM"`` (longer names first, no overlaps), and a name
-    not in the text is dropped. Replies are cached with ``cache``; a failed call leaves its text
-    without mentions. What happened is counted in :attr:`notes` (across calls).
-
-    Args:
-        llm: An LLM backend (:func:`argus_ir.llm.load_llm`).
-        cache: A :class:`~argus_ir.llm.CallCache` for the replies (``None``: no cache).
-        max_tokens: Reply token cap.
-        max_chars: The prompt shows at most this many characters of a text (names are still
-            looked up in all of it).
-        max_words: Longest name kept, in words (a small model may echo a whole sentence).
-
-    Example:
-        >>> from argus_ir.llm import load_llm  # doctest: +SKIP
-        >>> LLMMentions(load_llm("openai:http://127.0.0.1:8000/v1@my-model")).extract(
-        ...     ["Marie Curie worked in Paris."]
-        ... )  # doctest: +SKIP
-    """
-
-    PROMPT_VERSION = "entities-v1"
-
-    def __init__(
-        self,
-        llm: Any,
-        *,
-        cache: Any = None,
-        max_tokens: int = 128,
-        max_chars: int = 3000,
-        max_words: int = 6,
-    ) -> None:
-        self.llm = llm
-        self.cache = cache
-        self.max_tokens = max_tokens
-        self.max_chars = max_chars
-        self.max_words = max_words
-        self.labels = frozenset({"LLM"})
-        self.notes: Counter[str] = Counter()
-
-    def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
-        """Mentions per text (empty for empty texts and failed calls, which are counted)."""
-        from argus_ir.llm.cache import cached_generate
-        from argus_ir.prompts import load_prompt
-
-        checked = _check_texts(texts)
-        out: list[list[Mention]] = [[] for _ in checked]
-        todo = [i for i, t in enumerate(checked) if t.strip()]
-        template = load_prompt(self.PROMPT_VERSION)
-        prompts = [
-            (self.PROMPT_VERSION, template.substitute(text=checked[i][: self.max_chars].strip()))
-            for i in todo
-        ]
-        replies, count = cached_generate(
-            self.llm, prompts, self.cache, max_tokens=self.max_tokens, show_progress=show_progress
-        )
-        self.notes.update(
-            {"texts": len(todo), "LLM calls": count.calls, "cached": count.cache_hits}
-        )
-        for i, reply in zip(todo, replies):
-            if not reply.ok:
-                self.notes["failed calls"] += 1
-                continue
-            out[i] = self._ground(checked[i], reply.text or "")
-        return out
-
-    def _ground(self, text: str, reply: str) -> list[Mention]:
-        """The reply's names that occur in ``text``, as non-overlapping mentions."""
-
-        def found(name: str) -> str | None:
-            hits = (
-                v
-                for v in _variants(name)
-                if sum(c.isalpha() for c in v) >= 2 and len(v.split()) <= self.max_words
-            )
-            return next((v for v in hits if _find(text, v)), None)
-
-        names: dict[str, str] = {}  # case-folded -> as listed
-        for line in reply.splitlines():
-            line = _strip_name(_BULLET.sub("", line))
-            if not line:
-                continue
-            # a line is one name, or (when it is not) a comma-separated list of names
-            tries = [(line, found(line))]
-            if tries[0][1] is None and "," in line:
-                tries = [(part, found(part)) for part in map(_strip_name, line.split(",")) if part]
-            for part, name in tries:
-                if name is not None:
-                    names.setdefault(name.casefold(), name)
-                elif len(part.split()) > self.max_words:
-                    self.notes[f"listed names over {self.max_words} words"] += 1
-                else:
-                    self.notes["listed names not in the text"] += 1
-        taken: list[Mention] = []
-        for name in sorted(names.values(), key=len, reverse=True):
-            for start, end in _find(text, name):
-                if all(end <= m.start or start >= m.end for m in taken):
-                    m = _mention(text, start, end, "LLM")
-                    if m is not None:
-                        taken.append(m)
-        self.notes["mentions"] += len(taken)
-        return sorted(taken)
-
-
-def _find(text: str, name: str) -> list[tuple[int, int]]:
-    """Spans of ``name`` in ``text``: case-insensitive, not inside a longer word."""
-    pattern = r"(?<!\w)" + re.escape(name) + r"(?!\w)"
-    return [(m.start(), m.end()) for m in re.finditer(pattern, text, flags=re.IGNORECASE)]
+        return LLMMentions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
