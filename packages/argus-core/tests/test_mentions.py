@@ -377,6 +377,24 @@ def test_transformers_backend_label_filter(tiny_token_classifier):
     assert kept == [m for m in everything.extract([TEXT])[0] if m.label == "PER"]
 
 
+def test_a_diagnoser_apart_reads_with_a_transformers_backend(tiny_token_classifier, minilm):
+    """Only spaCy's workers tokenise for the pass: with a token-classification model, NER apart
+    from the pass (a GPU) finds what it finds beside it, and this process tokenises."""
+    from argus_ir.diagnose import Diagnoser
+    from argus_ir.probes import load_shipped_probe
+
+    ner = TransformersMentions(str(tiny_token_classifier), device="cpu")
+    probe = load_shipped_probe("minilm", 10)
+    texts = [TEXT, "Zoë went to Zürich with the United Nations."] * 40
+    with Diagnoser(minilm, probe, ner, ner_apart=True) as apart:
+        far = apart.diagnose(texts, window_only=True)
+        assert apart._worker_tokens is not None and apart._worker_tokens.tokenizer(80) is None
+    with Diagnoser(minilm, probe, ner, ner_apart=False) as beside:
+        near = beside.diagnose(texts, window_only=True)
+    assert [d.entities for d in far] == [d.entities for d in near]
+    assert any(d.entities for d in far)
+
+
 # -- LLMMentions: the reply parsing and grounding (scripted replies; SmolLM2 in test_llm_real) --
 
 LLM_TEXT = "Marie Curie worked in Paris. Curie and Pierre Curie met in PARIS in 1894."

@@ -147,3 +147,16 @@ def test_workers_started_without_a_tokenizer_are_not_asked_to_tokenise(minilm):
         assert ner._workers is again
     finally:
         ner.close()
+
+
+def test_a_pickled_copy_leaves_the_tokenizer_behind(minilm, spacy_apart):
+    """A diagnoser sent to another process (Ray) does not carry the tokenizer's JSON; the copy
+    reads it again when its workers need it."""
+    import pickle
+
+    from argus_ir.worker_tokens import WorkerTokens
+
+    tokens = WorkerTokens(minilm, spacy_apart)
+    assert tokens.tokenizer(64) == backend_json(minilm.tokenizer)
+    copy = pickle.loads(pickle.dumps(tokens))
+    assert copy._json is None and copy.tokenizer(64) == tokens.tokenizer(64)

@@ -39,6 +39,9 @@ class WorkerTokens:
         self._json: str | None = None  # the tokenizer as the workers load it ("": it has none)
         self.agree: bool | None = None  # the workers' first tokens were ours (None: not yet seen)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_json": None}  # hundreds of KB, read again where needed
+
     def tokenizer(self, count: int) -> str | None:
         """The tokenizer for the workers to tokenise a call of ``count`` texts with (``None``:
         this process tokenises it: the workers do not take the call, or cannot tokenise)."""

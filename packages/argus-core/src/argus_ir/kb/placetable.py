@@ -88,7 +88,6 @@ class _Rows:
         return place
 
 
-_UNSEEN = object()
 _FOUND_CACHE = 100_000
 """Forms :class:`FormIndex` remembers the place of (then it starts again): a few MB."""
 
@@ -126,11 +125,11 @@ class FormIndex:
         return self._blob[self._starts[i] : self._starts[i + 1] - 1]
 
     def _find(self, form: str) -> int | None:
-        found = self._found.get(form, _UNSEEN)
-        if found is _UNSEEN:
-            if len(self._found) >= _FOUND_CACHE:
-                self._found.clear()
-            found = self._found[form] = self._search(form)
+        if form in self._found:
+            return self._found[form]
+        if len(self._found) >= _FOUND_CACHE:
+            self._found.clear()
+        found = self._found[form] = self._search(form)
         return found
 
     def _search(self, form: str) -> int | None:

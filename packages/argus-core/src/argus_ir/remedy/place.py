@@ -72,6 +72,7 @@ def place(
     what :func:`trusted` allows and keeps a view for the rest that the probe flagged. Without
     ``in_place`` what would have been placed goes into the view instead (for ``auto``, the
     entities the probe flagged: a view is not trusted more because its KB is)."""
+    view: Plan
     if kind == "enrich":
         view, placed = [], plan
     else:

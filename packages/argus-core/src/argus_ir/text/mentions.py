@@ -272,7 +272,11 @@ class SpacyMentions:
         if shared is None:
             return None
         found, answers = shared
-        return found, [int(end) for _, end, _ in answers], [str(t) for _, _, t in answers]
+        ends = [end for _, end, _ in answers if end is not None]
+        packed = [t for _, _, t in answers if t is not None]
+        if not len(ends) == len(packed) == len(checked):
+            raise RuntimeError("NER's workers answered a call to tokenise without tokens")
+        return found, ends, packed
 
     def _extract_here(self, texts: list[str], show_progress: bool = False) -> list[list[Mention]]:
         from argus_ir.text.spacy_greedy import GreedyNer, entity_spans
@@ -375,10 +379,6 @@ class TransformersMentions:
         self.model = str(model)
         self.labels = frozenset(DEFAULT_CONLL_LABELS if labels is None else labels)
         self.batch_size = batch_size
-
-    def tokenizes(self, count: int) -> bool:
-        """Whether :meth:`tokenized` takes a call with ``count`` texts to the worker processes."""
-        return self.apart and self.in_workers(count)
 
     def extract(self, texts: Sequence[str], *, show_progress: bool = False) -> list[list[Mention]]:
         """Mentions per text (empty for empty or whitespace-only texts)."""

@@ -115,7 +115,7 @@ class GreedyNer:
         if nlp.pipe_names != ["ner"]:
             return None
         ner = nlp.get_pipe("ner")
-        model = getattr(ner, "model", None)
+        model: Any = getattr(ner, "model", None)
         try:
             if ner.cfg.get("beam_width", 1) != 1 or not model.attrs.get("has_upper"):
                 return None
@@ -186,7 +186,9 @@ class GreedyNer:
     def _precompute(self, docs: Sequence[Any], lengths: np.ndarray) -> np.ndarray:
         """The first layer's contribution of every token to each of the three features, as
         ``(1 + tokens, feature, piece, hidden)`` with the learned padding in row 0."""
-        runs, run, size = [], [], 0
+        runs: list[list[Any]] = []
+        run: list[Any] = []
+        size = 0
         for doc, n in zip(docs, lengths, strict=True):
             if run and size + n > _ENCODE_TOKENS:
                 runs.append(run)
