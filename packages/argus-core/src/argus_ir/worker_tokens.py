@@ -21,7 +21,7 @@ __all__ = ["WorkerTokens"]
 
 logger = logging.getLogger(__name__)
 
-Answer = tuple[list[list[Mention]], list[int], list[str]]
+Tokenized = tuple[list[list[Mention]], list[int], list[str]]
 """What :meth:`~argus_ir.text.mentions.SpacyMentions.tokenized` answers."""
 
 
@@ -53,7 +53,7 @@ class WorkerTokens:
         return self._json or None
 
     def take(
-        self, texts: list[str], answer: Answer | None
+        self, texts: list[str], answer: Tokenized | None
     ) -> tuple[list[list[Mention]], list[str]] | None:
         """The mentions and what NER read of each text, the tokens given to the encoder; ``None``
         where the workers did not answer (they failed: reported) or tokenise otherwise."""
