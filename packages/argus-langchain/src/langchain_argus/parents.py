@@ -70,12 +70,12 @@ class _HitsInScope:
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        return self.docstore.parents_of(self._hits(query), self.id_key)  # type: ignore[no-any-return]
+        return self.docstore.parents_of(self._hits(query), self.id_key)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        return await self.docstore.aparents_of(await self._ahits(query), self.id_key)  # type: ignore[no-any-return]
+        return await self.docstore.aparents_of(await self._ahits(query), self.id_key)
 
 
 def _needs_argus_docstore(retriever: Any) -> Any:
@@ -88,7 +88,7 @@ def _needs_argus_docstore(retriever: Any) -> Any:
     return retriever
 
 
-class ArgusMultiVectorRetriever(_HitsInScope, MultiVectorRetriever):  # type: ignore[misc]
+class ArgusMultiVectorRetriever(_HitsInScope, MultiVectorRetriever):
     """``MultiVectorRetriever`` whose hits are put to the scope rule before their parents are
     read: a hit brings in the document its ``id_key`` names only when that document carries the
     hit's metadata (:meth:`ArgusDocstore.parents_of`). Same fields, same search; ``docstore``
@@ -103,10 +103,10 @@ class ArgusMultiVectorRetriever(_HitsInScope, MultiVectorRetriever):  # type: ig
 
     @model_validator(mode="after")
     def _check_docstore(self) -> ArgusMultiVectorRetriever:
-        return _needs_argus_docstore(self)  # type: ignore[no-any-return]
+        return _needs_argus_docstore(self)
 
 
-class ArgusParentDocumentRetriever(_HitsInScope, ParentDocumentRetriever):  # type: ignore[misc]
+class ArgusParentDocumentRetriever(_HitsInScope, ParentDocumentRetriever):
     """``ParentDocumentRetriever`` with the scope rule on every hit, as
     :class:`ArgusMultiVectorRetriever`. Its children copy their parent's metadata, so they pass;
     ``child_metadata_fields`` narrows what children carry, and a child that carries less than
@@ -114,4 +114,4 @@ class ArgusParentDocumentRetriever(_HitsInScope, ParentDocumentRetriever):  # ty
 
     @model_validator(mode="after")
     def _check_docstore(self) -> ArgusParentDocumentRetriever:
-        return _needs_argus_docstore(self)  # type: ignore[no-any-return]
+        return _needs_argus_docstore(self)

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
@@ -144,8 +145,16 @@ class ArgusDocumentTransformer(BaseDocumentTransformer, BaseModel):
                 "embeddings() hands out the vectors an ArgusDocumentTransformer(embed=True) "
                 "computes; this one has embed=False"
             )
-        probe = (lambda text: self.argus.embedder.embed([text])[0]) if verify else None
-        return ArgusEmbeddings(base, self._vectors_pending(), self.retriever, probe=probe)
+
+        def probe(text: str) -> np.ndarray:
+            (vector,) = self.argus.embedder.embed([text])
+            if vector is None:  # the test sentence is plain ASCII: no tokenizer refuses it
+                raise ArgusInputError(f"argus could not embed the test sentence {text!r}")
+            return vector
+
+        return ArgusEmbeddings(
+            base, self._vectors_pending(), self.retriever, probe=probe if verify else None
+        )
 
     def _vectors_pending(self) -> PendingVectors:
         if self._pending is None or self._pending.max_pending != self.max_pending:

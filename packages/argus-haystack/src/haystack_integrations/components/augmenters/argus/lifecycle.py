@@ -347,7 +347,7 @@ def _stale_versions(found: dict[str, list[Document]]) -> list[tuple[str, Any, li
     """``(source, version, view ids)`` for each version of a source's views other than its
     stored original's; a source whose original is not stored is left alone (it is being
     deleted, or its update has not written it yet)."""
-    out = []
+    out: list[tuple[str, Any, list[str]]] = []
     for source, entries in found.items():
         original = next((doc for doc in entries if doc.id == source), None)
         if original is None:
