@@ -303,6 +303,7 @@ class TokenEncoder:
         texts does not tokenise them again."""
         if len(tokens) != len(texts):
             raise ValueError(f"{len(tokens)} tokenised texts for {len(texts)} texts")
+        memo: OrderedDict[tuple[str, ...], list[Tokens]]
         memo = self.__dict__.setdefault("_token_memo", OrderedDict())
         memo[tuple(texts)] = list(tokens)
         while len(memo) > TOKEN_MEMO:
@@ -395,9 +396,7 @@ class TokenEncoder:
             (list(ids), np.asarray(offsets, dtype=np.int64).reshape(-1, 2))
             for ids, offsets in zip(tok["input_ids"], tok["offset_mapping"], strict=True)
         ]
-        memo[key] = tokens
-        while len(memo) > TOKEN_MEMO:
-            memo.popitem(last=False)
+        self.remember_tokens(texts, tokens)
         return tokens
 
     def __getstate__(self) -> dict[str, Any]:
