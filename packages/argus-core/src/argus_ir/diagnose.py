@@ -21,7 +21,7 @@ from argus_ir.encoder.base import TokenEncoder
 from argus_ir.errors import ArgusInputError
 from argus_ir.probes.artifact import TrainedProbe
 from argus_ir.text.grounding import normalize
-from argus_ir.text.mentions import Mention, MentionExtractor
+from argus_ir.text.mentions import Mention, MentionExtractor, Tokenized
 from argus_ir.text.names import NameMatcher
 from argus_ir.worker_tokens import WorkerTokens
 
@@ -299,9 +299,7 @@ class Diagnoser:
                 width,
             )
             return started
-        read = texts  # what NER reads: with window_only, each text up to its window's last word
-        if window_only:
-            read = [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
+        read = self._read(texts, window_only)
         started = StartedDiagnosis(self, ids, texts, read, show_progress, window_only)
         if not self._ner_ahead(len(read)):
             # NER needs only the texts: it runs in a thread of its own (alone, or waiting on the
@@ -312,6 +310,12 @@ class Diagnoser:
                 self.mentions.extract, read, show_progress=show_progress
             )
         return started
+
+    def _read(self, texts: list[str], window_only: bool) -> list[str]:
+        """What NER reads: with ``window_only``, each text up to its window's last word."""
+        if not window_only:
+            return texts
+        return [t[:end] for t, end in zip(texts, self.encoder.window_ends(texts), strict=True)]
 
     def _thread(self) -> ThreadPoolExecutor:
         if self._ner_thread is None:
@@ -328,9 +332,7 @@ class Diagnoser:
         if taken is not None:
             found, started.read = taken
             return found
-        if started.window_only:
-            ends = self.encoder.window_ends(texts)
-            started.read = [t[:end] for t, end in zip(texts, ends, strict=True)]
+        started.read = self._read(texts, started.window_only)
         return self.mentions.extract(started.read, show_progress=started.show_progress)
 
     def _finish(self, started: StartedDiagnosis) -> list[Diagnosis]:
@@ -459,9 +461,7 @@ class StartedDiagnosis:
         self.show_progress = show_progress
         self.window_only = window_only
         self.mentions: Future[list[list[Mention]]] | None = None
-        # NER's workers also tokenising: what SpacyMentions.tokenized answers
-        self.tokenized: Future[tuple[list[list[Mention]], list[int], list[str]] | None] | None
-        self.tokenized = None
+        self.tokenized: Future[Tokenized | None] | None = None  # NER's workers also tokenising
 
     def finish(self) -> list[Diagnosis]:
         """The diagnoses, in input order (runs the pass and the probe; raises what NER raised)."""

@@ -15,14 +15,11 @@ from typing import Any
 
 from argus_ir.encoder.base import TokenEncoder
 from argus_ir.encoder.tokens import backend_json, unpack
-from argus_ir.text.mentions import Mention
+from argus_ir.text.mentions import Mention, Tokenized
 
 __all__ = ["WorkerTokens"]
 
 logger = logging.getLogger(__name__)
-
-Tokenized = tuple[list[list[Mention]], list[int], list[str]]
-"""What :meth:`~argus_ir.text.mentions.SpacyMentions.tokenized` answers."""
 
 
 class WorkerTokens:

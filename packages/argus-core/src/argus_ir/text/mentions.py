@@ -94,6 +94,11 @@ class Mention:
     label: str
 
 
+Tokenized = tuple[list[list[Mention]], list[int], list[str]]
+"""What :meth:`SpacyMentions.tokenized` answers: the mentions, where each text's reading stopped,
+and each text's packed tokens."""
+
+
 class MentionExtractor(Protocol):
     """What the diagnoser needs from a mention backend."""
 
@@ -251,7 +256,7 @@ class SpacyMentions:
 
     def tokenized(
         self, texts: Sequence[str], tokenizer: str, width: int | None
-    ) -> tuple[list[list[Mention]], list[int], list[str]] | None:
+    ) -> Tokenized | None:
         """:meth:`extract` in the worker processes alone, which also tokenise the texts with a
         retriever's ``tokenizer`` (:func:`~argus_ir.encoder.tokens.backend_json`'s text) and
         read each only up to its first window of ``width`` tokens (``None``: all of it): the
