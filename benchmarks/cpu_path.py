@@ -18,6 +18,9 @@ process and of its NER worker processes over the run, divided into the documents
 process's CPU milliseconds per document** (what one feeder core must do), the wall documents per
 second, and where the main process spends its time (a profile of the replayed run, by stage).
 
+``--call-size N`` calls the recipe on runs of N documents (a caller that hands it a file at a
+time), each call a stream of its own; the records, and so the digest, are the same.
+
 Layouts: ``gpu-1`` and ``gpu-2`` are the GPU layout (NER only in worker processes, a batch ahead
 of the pass) with one and two NER workers; ``cpu`` is the CPU layout at its defaults (NER ahead of
 the pass, shared with this process).
@@ -153,23 +156,30 @@ class Recipe:
 
             self.step = Argus(**settings)
 
-    def run(self, rows: list[dict]) -> tuple[int, str]:
+    def run(self, rows: list[dict], call_size: int = 0) -> tuple[int, str]:
         """Records written for ``rows``, and a digest of their ids, texts and metadata (two
-        runs that write the same records have the same digest)."""
+        runs that write the same records have the same digest). ``call_size``: the recipe is
+        called on runs of that many documents, as a caller feeding it a file at a time would
+        (0: one call with all of them)."""
         digest = hashlib.sha256()
+        step = call_size or len(rows) or 1
+        out = [
+            record for i in range(0, len(rows), step) for record in self._call(rows[i : i + step])
+        ]
+        for record in out:
+            digest.update(json.dumps(record, sort_keys=True, default=str).encode())
+        return len(out), digest.hexdigest()[:16]
+
+    def _call(self, rows: list[dict]) -> list[tuple]:
         if self.recipe == "langchain":
             from langchain_core.documents import Document
 
             docs = [Document(page_content=r["text"], id=r["id"]) for r in rows]
-            out = [(d.id, d.page_content, d.metadata) for d in self.step.transform_documents(docs)]
-        else:
-            from argus_ir.documents import Document as Doc
+            return [(d.id, d.page_content, d.metadata) for d in self.step.transform_documents(docs)]
+        from argus_ir.documents import Document as Doc
 
-            views = self.step.augment(Doc(id=r["id"], text=r["text"]) for r in rows)
-            out = [(v.id, v.text, v.metadata) for v in views]
-        for record in out:
-            digest.update(json.dumps(record, sort_keys=True, default=str).encode())
-        return len(out), digest.hexdigest()[:16]
+        views = self.step.augment(Doc(id=r["id"], text=r["text"]) for r in rows)
+        return [(v.id, v.text, v.metadata) for v in views]
 
     def close(self) -> None:
         argus = self.step if self.recipe == "core" else getattr(self.step, "_argus", None)
@@ -243,7 +253,7 @@ def replay(args: argparse.Namespace, rows: list[dict], recording: Path, layout: 
     profile = cProfile.Profile(time.thread_time) if args.profile else None
     if profile is not None:
         profile.enable()
-    records, digest = recipe.run(measured)
+    records, digest = recipe.run(measured, args.call_size)
     if profile is not None:
         profile.disable()
     wall = time.perf_counter() - wall0
@@ -254,6 +264,7 @@ def replay(args: argparse.Namespace, rows: list[dict], recording: Path, layout: 
     row = {
         "layout": layout,
         "documents": n,
+        "call_size": args.call_size or n,
         "records": records,
         "records_sha256": digest,
         "windows": recorder.windows - windows0,
@@ -289,11 +300,19 @@ def main() -> None:
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--repeats", type=int, default=1, help="replays per layout (best kept)")
     parser.add_argument("--profile", action="store_true", help="also a profiled replay per layout")
+    parser.add_argument(
+        "--call-size",
+        type=int,
+        default=0,
+        help="documents per call of the recipe (default 0: all in one call)",
+    )
     parser.add_argument("--tag", default="")
     parser.add_argument("--work", type=Path, default=HERE.parent / "runs" / "cpu-path")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.call_size < 0:
+        parser.error(f"--call-size must be 0 (one call) or more, got {args.call_size}")
     corpus = args.corpus or args.shared_data / "beir" / "scifact" / "corpus.jsonl"
     rows = read_docs(corpus, args.limit)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -308,7 +327,8 @@ def main() -> None:
     def child(role: str, *extra: str) -> dict:
         argv = [sys.executable, __file__, "--shared-data", str(args.shared_data)]
         argv += ["--corpus", str(corpus), "--limit", str(args.limit), "--recipe", args.recipe]
-        argv += ["--work", str(args.work), "--child", role, *extra]
+        argv += ["--work", str(args.work), "--call-size", str(args.call_size)]
+        argv += ["--child", role, *extra]
         done = subprocess.run(argv, check=True, capture_output=True, text=True)
         return json.loads(done.stdout.strip().splitlines()[-1])
 

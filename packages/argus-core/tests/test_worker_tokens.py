@@ -108,6 +108,12 @@ def test_workers_tokenise_cut_and_read_as_this_process_would(minilm, shared_data
     for (ids, offsets), p in zip(minilm._tokens(texts), packed, strict=True):
         got = unpack(p)
         assert got[0] == ids and np.array_equal(got[1], offsets)
+    # once the workers run, a short call goes to them too: this process feeds a GPU
+    assert spacy_apart.tokenizes(3) and spacy_apart.in_workers(1)
+    short = spacy_apart.tokenized(texts[:3], tokenizer, width)
+    assert short is not None and short[0] == found[:3] and short[1] == ends[:3]
+    assert short[2] == packed[:3]
+    assert spacy_apart.extract([texts[0][: ends[0]]]) == found[:1]
     # not cut: NER reads every text whole
     found, ends, _ = spacy_apart.tokenized(texts, tokenizer, None)
     assert ends == [len(t) for t in texts]

@@ -72,7 +72,8 @@ _ARTICLES = ("the ", "a ", "an ")
 _NER_COMPONENTS = ("tok2vec", "transformer", "ner")
 WORKER_MIN_TEXTS = 64
 """The fewest texts a call sends to :class:`SpacyMentions`' worker processes (fewer run in the
-caller's: a worker's start costs about as much as NER of a few hundred short texts)."""
+caller's: a worker's start costs about as much as NER of a few hundred short texts), unless the
+workers read for a process that feeds a GPU (``apart``) and already run."""
 ZONE_TEXTS = 16384
 """Texts an NER worker reads in one spaCy memory zone (``SpacyMentions(zone_texts=...)``)."""
 
@@ -160,11 +161,11 @@ class SpacyMentions:
             this process reads the first, ``processes - 1`` workers the others
             (:mod:`argus_ir.text.ner_workers`: fresh interpreters, started on the first such
             call, each loading the pipeline once); the same mentions, in order. Shorter calls
-            run here alone. A worker that fails is reported (a warning with its last words) and
+            run here alone (``apart``: only until the workers run). A worker that fails is reported (a warning with its last words) and
             NER goes on in this process. :meth:`close` ends the workers.
         apart: This process reads none of a long call's texts: ``processes`` workers read them
             all (for a process that feeds a GPU meanwhile, where NER here would take turns with
-            it for the interpreter).
+            it for the interpreter). Once they run, they read short calls too.
         zone_texts: How many texts one spaCy memory zone spans, across calls (0: a zone per
             call). The strings interned for a zone's texts are freed when it closes, so a long
             stream of new words does not grow the vocabulary (spaCy >= 3.8). A zone per call is
@@ -238,8 +239,13 @@ class SpacyMentions:
             self._zone = None
 
     def in_workers(self, count: int) -> bool:
-        """Whether a call with ``count`` texts runs in the worker processes."""
-        return (self.apart or self.processes > 1) and count >= WORKER_MIN_TEXTS
+        """Whether a call with ``count`` texts runs in the worker processes: one of at least
+        :data:`WORKER_MIN_TEXTS` texts, and (``apart``) any call once the workers run, since a
+        process that feeds a GPU should read nothing itself and a running worker costs it no
+        start."""
+        if count < 1 or not (self.apart or self.processes > 1):
+            return False
+        return count >= WORKER_MIN_TEXTS or (self.apart and self._workers is not None)
 
     def tokenizes(self, count: int) -> bool:
         """Whether :meth:`tokenized` takes a call with ``count`` texts to the worker processes."""
@@ -265,7 +271,8 @@ class SpacyMentions:
         tokenises nothing itself.
 
         ``None`` where the workers do not read this call: not ``apart``, fewer texts than
-        :data:`WORKER_MIN_TEXTS`, or the workers failed (reported as :meth:`extract` reports it).
+        :data:`WORKER_MIN_TEXTS` before the workers run, or the workers failed (reported as
+        :meth:`extract` reports it).
         """
         checked = _check_texts(texts)
         if not self.tokenizes(len(checked)):
