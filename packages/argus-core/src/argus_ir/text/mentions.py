@@ -161,8 +161,9 @@ class SpacyMentions:
             this process reads the first, ``processes - 1`` workers the others
             (:mod:`argus_ir.text.ner_workers`: fresh interpreters, started on the first such
             call, each loading the pipeline once); the same mentions, in order. Shorter calls
-            run here alone (``apart``: only until the workers run). A worker that fails is reported (a warning with its last words) and
-            NER goes on in this process. :meth:`close` ends the workers.
+            run here alone (``apart``: only until the workers run). A worker that fails is
+            reported (a warning with its last words) and NER goes on in this process.
+            :meth:`close` ends the workers.
         apart: This process reads none of a long call's texts: ``processes`` workers read them
             all (for a process that feeds a GPU meanwhile, where NER here would take turns with
             it for the interpreter). Once they run, they read short calls too.
